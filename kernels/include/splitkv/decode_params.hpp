@@ -50,6 +50,9 @@ struct DecodeParams {
   const void* v = nullptr;
   const int32_t* cache_seqlens = nullptr;
   const int32_t* block_table = nullptr;
+  // Optional host copy of cache_seqlens. When given, validate() checks every length against
+  // the capacity; the kernels never read it (they clamp device lengths to the capacity).
+  const int32_t* host_cache_seqlens = nullptr;
   void* out = nullptr;
   float* lse = nullptr;        // optional
   void* workspace = nullptr;   // required when num_splits > 1; see decode_workspace_bytes

@@ -1,0 +1,41 @@
+/* C ABI of the splitkv decode kernels, for ctypes and engines that cannot take C++ types.
+ * Tensor layouts are those of splitkv/decode_params.hpp. Every call returns 0 on success or a
+ * splitkv::Status code (1 invalid argument, 2 unsupported, 3 CUDA error); splitkv_last_error()
+ * then describes the failure. */
+#ifndef SPLITKV_C_API_H
+#define SPLITKV_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { SPLITKV_LAYOUT_CONTIGUOUS = 0, SPLITKV_LAYOUT_PAGED = 1 };
+enum { SPLITKV_DTYPE_BF16 = 0, SPLITKV_DTYPE_FP16 = 1 };
+
+/* Largest num_splits the kernels accept. */
+int splitkv_max_splits(void);
+
+/* Bytes of scratch memory a call with these sizes needs (0 when num_splits == 1). */
+size_t splitkv_workspace_bytes(int batch, int num_heads, int head_dim, int num_splits);
+
+/* Enqueues the split kernel and, for num_splits > 1, the combine on `stream` (a cudaStream_t,
+ * NULL for the default stream). Paged-only arguments are ignored for the contiguous layout and
+ * cache_capacity is ignored for the paged one. lse may be NULL. softmax_scale 0 selects
+ * 1/sqrt(head_dim). */
+int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, int num_kv_heads, int head_dim,
+                             int cache_capacity, int page_size, int max_pages_per_seq, int num_pages,
+                             int num_splits, float softmax_scale, const void* q, const void* k, const void* v,
+                             const int32_t* cache_seqlens, const int32_t* block_table, void* out, float* lse,
+                             void* workspace, void* stream);
+
+/* Message of the last failed call on this thread ("" if none). */
+const char* splitkv_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPLITKV_C_API_H */

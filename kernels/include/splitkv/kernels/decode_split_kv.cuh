@@ -1,0 +1,327 @@
+// Split-KV decode attention: one CTA per (split, batch, kv head), the whole query group of
+// that kv head in the CTA, so every K/V byte is read from HBM once.
+//
+// Per CTA: the group's queries (padded to the 16 MMA rows) sit in shared memory; K/V tiles of
+// kTokensPerTile tokens stream through a cp.async ring of kStages buffers; each of the 4 warps
+// owns 16 tokens of a tile and keeps its own online-softmax state (S = Q K^T and O += P V on
+// tensor cores). The warps merge their states once at the end. A sequence whose work fits in one
+// split writes the final output directly; otherwise each split writes a normalized fp32 partial
+// and its LSE for the combine kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+
+#include "splitkv/kernels/mma_sm80.cuh"
+#include "splitkv/split_partition.hpp"
+
+namespace splitkv::kernels {
+
+inline constexpr int kWarpsPerCta = 4;
+inline constexpr int kThreadsPerCta = kWarpsPerCta * 32;
+inline constexpr int kMmaRows = 16;             // query-group rows, padded to the MMA's M
+inline constexpr int kTokensPerWarp = kTokensPerTile / kWarpsPerCta;
+static_assert(kTokensPerWarp == 16, "each warp feeds one m16n8k16 k-step of P V per tile");
+
+// Device-side arguments: the host fills them once from DecodeParams.
+struct DecodeKernelArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  const int32_t* cache_seqlens;
+  const int32_t* block_table;
+  void* out;
+  float* lse;
+  float* partial_out;  // [batch * num_heads, num_splits, head_dim]
+  float* partial_lse;  // [batch * num_heads, num_splits]
+  int num_heads;
+  int num_kv_heads;
+  int group_size;
+  int cache_capacity;  // contiguous: tokens per sequence; paged: pages * page_size
+  int page_shift;      // log2(page_size), paged only
+  int max_pages_per_seq;
+  int num_splits;
+  float scale_log2;    // softmax_scale * log2(e): the kernel works in base 2
+};
+
+template <int kHeadDim>
+struct TileGeometry {
+  static constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks of one token row
+  static constexpr int kTileElements = kTokensPerTile * kHeadDim;
+  static constexpr int kChunksPerThread = kTokensPerTile * kChunksPerRow / kThreadsPerCta;
+  // Rows are 128..512 bytes, so ldmatrix's 8 row reads at one column would hit one bank group;
+  // XOR-ing the chunk with the row spreads them over all 32 banks.
+  __device__ __forceinline__ static int swizzle(int row, int chunk) {
+    return row * kChunksPerRow + (chunk ^ (row & 7));
+  }
+};
+
+template <int kHeadDim>
+constexpr int decode_stages() {
+  return kHeadDim <= 64 ? 4 : 3;
+}
+
+template <int kHeadDim>
+constexpr int decode_shared_bytes() {
+  constexpr int elements = (2 * decode_stages<kHeadDim>() * kTokensPerTile + kMmaRows) * kHeadDim;
+  constexpr int epilogue = kWarpsPerCta * kMmaRows * (kHeadDim + 4) * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
+  return elements * 2 > epilogue ? elements * 2 : epilogue;
+}
+
+template <bool kPaged, int kHeadDim>
+__device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args, int batch_index,
+                                                    int kv_head, int token) {
+  int64_t row;
+  if constexpr (kPaged) {
+    const int page = __ldg(args.block_table + static_cast<int64_t>(batch_index) * args.max_pages_per_seq +
+                           (token >> args.page_shift));
+    row = (static_cast<int64_t>(page) << args.page_shift) + (token & ((1 << args.page_shift) - 1));
+  } else {
+    row = static_cast<int64_t>(batch_index) * args.cache_capacity + token;
+  }
+  return (row * args.num_kv_heads + kv_head) * kHeadDim;
+}
+
+template <typename Element, int kHeadDim, bool kPaged>
+__global__ void __launch_bounds__(kThreadsPerCta)
+    decode_split_kv_kernel(const DecodeKernelArgs args) {
+  using Geometry = TileGeometry<kHeadDim>;
+  using Mma = TensorCore<Element>;
+  constexpr int kStages = decode_stages<kHeadDim>();
+  constexpr int kChunksPerRow = Geometry::kChunksPerRow;
+
+  const int split = blockIdx.x;
+  const int batch_index = blockIdx.y / args.num_kv_heads;
+  const int kv_head = blockIdx.y % args.num_kv_heads;
+  const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
+  const int live_splits = active_splits(seqlen, args.num_splits);
+  const SplitRange range = split_range(seqlen, args.num_splits, split);
+  const bool writes_final_output = live_splits <= 1;
+  // Empty splits leave nothing behind; the combine derives the same live count from seqlen.
+  // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
+  if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return;
+
+  extern __shared__ __align__(128) unsigned char shared_bytes[];
+  Element* shared_k = reinterpret_cast<Element*>(shared_bytes);
+  Element* shared_v = shared_k + kStages * Geometry::kTileElements;
+  Element* shared_q = shared_v + kStages * Geometry::kTileElements;
+
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int first_head = kv_head * args.group_size;
+  const int64_t q_row0 = static_cast<int64_t>(batch_index) * args.num_heads + first_head;
+
+  // Query group -> shared memory; padding rows are zeros so their scores stay finite.
+  for (int chunk = threadIdx.x; chunk < kMmaRows * kChunksPerRow; chunk += kThreadsPerCta) {
+    const int row = chunk / kChunksPerRow;
+    const int column = chunk % kChunksPerRow;
+    const Element* source = static_cast<const Element*>(args.q) + (q_row0 + row) * kHeadDim + column * 8;
+    copy_async_16(shared_address(shared_q + Geometry::swizzle(row, column) * 8),
+                  row < args.group_size ? source : static_cast<const Element*>(args.q),
+                  row < args.group_size);
+  }
+
+  const int num_tiles = ceil_div(range.end - range.begin, kTokensPerTile);
+  const Element* k_cache = static_cast<const Element*>(args.k);
+  const Element* v_cache = static_cast<const Element*>(args.v);
+  auto load_tile = [&](int tile, int stage) {
+    const int first_token = range.begin + tile * kTokensPerTile;
+#pragma unroll
+    for (int i = 0; i < Geometry::kChunksPerThread; ++i) {
+      const int chunk = threadIdx.x + i * kThreadsPerCta;
+      const int row = chunk / kChunksPerRow;
+      const int column = chunk % kChunksPerRow;
+      const int token = first_token + row;
+      const bool valid = token < range.end;
+      const int64_t offset =
+          valid ? token_row_offset<kPaged, kHeadDim>(args, batch_index, kv_head, token) + column * 8 : 0;
+      const int destination = stage * Geometry::kTileElements + Geometry::swizzle(row, column) * 8;
+      copy_async_16(shared_address(shared_k + destination), k_cache + offset, valid);
+      copy_async_16(shared_address(shared_v + destination), v_cache + offset, valid);
+    }
+  };
+
+#pragma unroll
+  for (int stage = 0; stage < kStages - 1; ++stage) {
+    if (stage < num_tiles) load_tile(stage, stage);
+    copy_async_commit();  // the Q copies ride in the first group
+  }
+
+  // Accumulator fragment layout (m16n8): element e of n-tile j sits at row lane/4 (+8 for e>=2),
+  // column j*8 + (lane%4)*2 + (e&1).
+  float output[kHeadDim / 8][4];
+#pragma unroll
+  for (int j = 0; j < kHeadDim / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) output[j][e] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
+
+  // ldmatrix lane roles: lanes 8m..8m+7 give the row addresses of 8x8 matrix m.
+  const int matrix = lane / 8;
+  const int matrix_row = lane % 8;
+  const int q_row = (matrix & 1) * 8 + matrix_row;                          // A: rows, then k halves
+  const int k_row = warp * kTokensPerWarp + (matrix >> 1) * 8 + matrix_row;  // B: n halves, k halves
+  const int v_row = warp * kTokensPerWarp + (matrix & 1) * 8 + matrix_row;   // B^T: k halves, n halves
+
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    copy_async_wait<kStages - 2>();
+    __syncthreads();  // tile is visible, and every warp is done with the stage refilled below
+    if (tile + kStages - 1 < num_tiles) load_tile(tile + kStages - 1, (tile + kStages - 1) % kStages);
+    copy_async_commit();
+
+    const int warp_first_token = range.begin + tile * kTokensPerTile + warp * kTokensPerWarp;
+    if (warp_first_token >= range.end) continue;
+    const int stage_offset = (tile % kStages) * Geometry::kTileElements;
+
+    float scores[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t q_fragment[4];
+      uint32_t k_fragment[4];
+      load_matrix_x4(q_fragment, shared_address(shared_q + Geometry::swizzle(q_row, kk * 2 + (matrix >> 1)) * 8));
+      load_matrix_x4(k_fragment, shared_address(shared_k + stage_offset +
+                                                Geometry::swizzle(k_row, kk * 2 + (matrix & 1)) * 8));
+      Mma::mma(scores[0], q_fragment, k_fragment[0], k_fragment[1]);
+      Mma::mma(scores[1], q_fragment, k_fragment[2], k_fragment[3]);
+    }
+
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int token = warp_first_token + j * 8 + (lane % 4) * 2 + (e & 1);
+        scores[j][e] = token < range.end ? scores[j][e] * args.scale_log2 : -INFINITY;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[j][e]);
+      }
+    float rescale[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      const float new_max = fmaxf(row_max[r], tile_max[r]);
+      // A row with no finite score yet keeps max -inf; subtracting 0 keeps exp2 at 0, not NaN.
+      const float safe_max = new_max == -INFINITY ? 0.f : new_max;
+      rescale[r] = exp2f(row_max[r] - safe_max);
+      row_max[r] = new_max;
+      row_sum[r] *= rescale[r];
+      tile_max[r] = safe_max;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        scores[j][e] = exp2f(scores[j][e] - tile_max[e / 2]);
+        row_sum[e / 2] += scores[j][e];
+      }
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j) {
+      output[j][0] *= rescale[0];
+      output[j][1] *= rescale[0];
+      output[j][2] *= rescale[1];
+      output[j][3] *= rescale[1];
+    }
+
+    // The S accumulators of two n-tiles are exactly the A fragment of P for one k16 step.
+    const uint32_t p_fragment[4] = {Mma::pack(scores[0][0], scores[0][1]), Mma::pack(scores[0][2], scores[0][3]),
+                                    Mma::pack(scores[1][0], scores[1][1]), Mma::pack(scores[1][2], scores[1][3])};
+#pragma unroll
+    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+      uint32_t v_fragment[4];
+      load_matrix_x4_transposed(v_fragment, shared_address(shared_v + stage_offset +
+                                                           Geometry::swizzle(v_row, dn * 2 + (matrix >> 1)) * 8));
+      Mma::mma(output[2 * dn], p_fragment, v_fragment[0], v_fragment[1]);
+      Mma::mma(output[2 * dn + 1], p_fragment, v_fragment[2], v_fragment[3]);
+    }
+  }
+
+  // Merge the four warps' softmax states through shared memory (the K/V ring is free now).
+  copy_async_wait<0>();
+  __syncthreads();
+  constexpr int kReduceStride = kHeadDim + 4;
+  float* warp_outputs = reinterpret_cast<float*>(shared_bytes);
+  float* warp_max = warp_outputs + kWarpsPerCta * kMmaRows * kReduceStride;
+  float* warp_sum = warp_max + kWarpsPerCta * kMmaRows;
+  const int quad_row = lane / 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+    if (lane % 4 == 0) {
+      warp_max[warp * kMmaRows + quad_row + 8 * r] = row_max[r];
+      warp_sum[warp * kMmaRows + quad_row + 8 * r] = row_sum[r];
+    }
+  }
+  __syncthreads();
+  float weight[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = quad_row + 8 * r;
+    float cta_max = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarpsPerCta; ++w) cta_max = fmaxf(cta_max, warp_max[w * kMmaRows + row]);
+    const float safe_max = cta_max == -INFINITY ? 0.f : cta_max;
+    float cta_sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarpsPerCta; ++w)
+      cta_sum += warp_sum[w * kMmaRows + row] * exp2f(warp_max[w * kMmaRows + row] - safe_max);
+    weight[r] = cta_sum > 0.f ? exp2f(row_max[r] - safe_max) / cta_sum : 0.f;
+  }
+#pragma unroll
+  for (int j = 0; j < kHeadDim / 8; ++j) {
+    const int column = j * 8 + (lane % 4) * 2;
+    float* row0 = warp_outputs + (warp * kMmaRows + quad_row) * kReduceStride + column;
+    *reinterpret_cast<float2*>(row0) = make_float2(output[j][0] * weight[0], output[j][1] * weight[0]);
+    *reinterpret_cast<float2*>(row0 + 8 * kReduceStride) =
+        make_float2(output[j][2] * weight[1], output[j][3] * weight[1]);
+  }
+  __syncthreads();
+
+  // Each thread sums 4 consecutive columns of one row over the warps and stores them.
+  const int64_t split_stride = args.num_splits;
+  for (int index = threadIdx.x * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
+    const int row = index / kHeadDim;
+    const int column = index % kHeadDim;
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < kWarpsPerCta; ++w) {
+      const float4 part = *reinterpret_cast<const float4*>(warp_outputs + (w * kMmaRows + row) * kReduceStride + column);
+      sum.x += part.x;
+      sum.y += part.y;
+      sum.z += part.z;
+      sum.w += part.w;
+    }
+    const int64_t head_row = q_row0 + row;
+    if (writes_final_output) {
+      Element* destination = static_cast<Element*>(args.out) + head_row * kHeadDim + column;
+      destination[0] = Mma::from_float(sum.x);
+      destination[1] = Mma::from_float(sum.y);
+      destination[2] = Mma::from_float(sum.z);
+      destination[3] = Mma::from_float(sum.w);
+    } else {
+      *reinterpret_cast<float4*>(args.partial_out + (head_row * split_stride + split) * kHeadDim + column) = sum;
+    }
+  }
+  // LSE in natural log, as FlashAttention returns it; -inf for a row with no tokens.
+  if (threadIdx.x < args.group_size) {
+    const int row = threadIdx.x;
+    float cta_max = -INFINITY;
+    float cta_sum = 0.f;
+    for (int w = 0; w < kWarpsPerCta; ++w) cta_max = fmaxf(cta_max, warp_max[w * kMmaRows + row]);
+    const float safe_max = cta_max == -INFINITY ? 0.f : cta_max;
+    for (int w = 0; w < kWarpsPerCta; ++w)
+      cta_sum += warp_sum[w * kMmaRows + row] * exp2f(warp_max[w * kMmaRows + row] - safe_max);
+    const float lse = cta_sum > 0.f ? (safe_max + log2f(cta_sum)) * 0.69314718055994531f : -INFINITY;
+    const int64_t head_row = q_row0 + row;
+    if (writes_final_output) {
+      if (args.lse != nullptr) args.lse[head_row] = lse;
+    } else {
+      args.partial_lse[head_row * split_stride + split] = lse;
+    }
+  }
+}
+
+}  // namespace splitkv::kernels

@@ -1,0 +1,56 @@
+#include "splitkv/c_api.h"
+
+#include "splitkv/decode_attention.hpp"
+
+namespace {
+
+splitkv::DecodeParams make_params(int layout, int dtype, int batch, int num_heads, int num_kv_heads,
+                                  int head_dim, int num_splits) {
+  splitkv::DecodeParams params;
+  params.layout = static_cast<splitkv::KvLayout>(layout);
+  params.dtype = static_cast<splitkv::DType>(dtype);
+  params.batch = batch;
+  params.num_heads = num_heads;
+  params.num_kv_heads = num_kv_heads;
+  params.head_dim = head_dim;
+  params.num_splits = num_splits;
+  return params;
+}
+
+}  // namespace
+
+extern "C" {
+
+int splitkv_max_splits(void) { return splitkv::kMaxSplits; }
+
+size_t splitkv_workspace_bytes(int batch, int num_heads, int head_dim, int num_splits) {
+  if (batch < 1 || num_heads < 1 || head_dim < 1 || num_splits < 1) return 0;
+  return splitkv::decode_workspace_bytes(
+      make_params(SPLITKV_LAYOUT_CONTIGUOUS, SPLITKV_DTYPE_BF16, batch, num_heads, 1, head_dim, num_splits));
+}
+
+int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, int num_kv_heads, int head_dim,
+                             int cache_capacity, int page_size, int max_pages_per_seq, int num_pages,
+                             int num_splits, float softmax_scale, const void* q, const void* k, const void* v,
+                             const int32_t* cache_seqlens, const int32_t* block_table, void* out, float* lse,
+                             void* workspace, void* stream) {
+  splitkv::DecodeParams params = make_params(layout, dtype, batch, num_heads, num_kv_heads, head_dim, num_splits);
+  params.cache_capacity = cache_capacity;
+  params.page_size = page_size;
+  params.max_pages_per_seq = max_pages_per_seq;
+  params.num_pages = num_pages;
+  params.softmax_scale = softmax_scale;
+  params.q = q;
+  params.k = k;
+  params.v = v;
+  params.cache_seqlens = cache_seqlens;
+  params.block_table = block_table;
+  params.out = out;
+  params.lse = lse;
+  params.workspace = workspace;
+  return static_cast<int>(splitkv::decode_attention(params, static_cast<cudaStream_t>(stream)));
+}
+
+const char* splitkv_last_error(void) { return splitkv::last_error_message(); }
+
+}  // extern "C"

@@ -1,0 +1,196 @@
+// Host side of the decode kernels: argument checks, kernel selection, launch. Nothing here
+// synchronises or reads device memory, so a whole call can be captured in a CUDA graph.
+#include "splitkv/decode_attention.hpp"
+
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "splitkv/kernels/combine_splits.cuh"
+#include "splitkv/kernels/decode_split_kv.cuh"
+
+namespace splitkv {
+namespace {
+
+thread_local std::string last_message;
+
+Status fail(Status status, std::string message) {
+  last_message = std::move(message);
+  return status;
+}
+
+bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
+bool is_aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
+
+int log2_exact(int x) {
+  int shift = 0;
+  while ((1 << shift) < x) ++shift;
+  return shift;
+}
+
+// Raising the dynamic shared-memory limit is per function and per device; do it once each.
+cudaError_t allow_shared_memory(const void* kernel, int bytes) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, const void*>> done;
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (done.count({device, kernel}) != 0) return cudaSuccess;
+  error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (error == cudaSuccess) done.insert({device, kernel});
+  return error;
+}
+
+template <typename Element, int kHeadDim, bool kPaged>
+Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
+  constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
+  const void* split_kernel =
+      reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>);
+  cudaError_t error = allow_shared_memory(split_kernel, shared_bytes);
+  if (error != cudaSuccess)
+    return fail(Status::cuda_error, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(error));
+
+  const dim3 grid(params.num_splits, params.batch * params.num_kv_heads);
+  kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>
+      <<<grid, kernels::kThreadsPerCta, shared_bytes, stream>>>(args);
+  error = cudaGetLastError();
+  if (error != cudaSuccess)
+    return fail(Status::cuda_error, std::string("split kernel launch: ") + cudaGetErrorString(error));
+
+  if (params.num_splits > 1) {
+    const int rows = params.batch * params.num_heads;
+    const int ctas = ceil_div(rows, kernels::kCombineRowsPerCta);
+    kernels::combine_splits_kernel<Element, kHeadDim>
+        <<<ctas, kernels::kCombineRowsPerCta * 32, 0, stream>>>(args, rows);
+    error = cudaGetLastError();
+    if (error != cudaSuccess)
+      return fail(Status::cuda_error, std::string("combine kernel launch: ") + cudaGetErrorString(error));
+  }
+  return Status::ok;
+}
+
+template <typename Element, int kHeadDim>
+Status dispatch_layout(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
+  return params.layout == KvLayout::paged ? launch<Element, kHeadDim, true>(params, args, stream)
+                                          : launch<Element, kHeadDim, false>(params, args, stream);
+}
+
+template <typename Element>
+Status dispatch_head_dim(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
+  switch (params.head_dim) {
+    case 64: return dispatch_layout<Element, 64>(params, args, stream);
+    case 128: return dispatch_layout<Element, 128>(params, args, stream);
+    case 256: return dispatch_layout<Element, 256>(params, args, stream);
+    default: return fail(Status::unsupported, "head_dim must be 64, 128 or 256");
+  }
+}
+
+}  // namespace
+
+Status validate(const DecodeParams& p, std::string* message) {
+  auto reject = [&](Status status, const std::string& text) {
+    if (message != nullptr) *message = text;
+    return status;
+  };
+  if (p.batch < 1) return reject(Status::invalid_argument, "batch must be >= 1, got " + std::to_string(p.batch));
+  if (p.num_kv_heads < 1)
+    return reject(Status::invalid_argument, "num_kv_heads must be >= 1, got " + std::to_string(p.num_kv_heads));
+  if (p.num_heads < p.num_kv_heads || p.num_heads % p.num_kv_heads != 0)
+    return reject(Status::invalid_argument, "num_heads (" + std::to_string(p.num_heads) +
+                                                ") must be a positive multiple of num_kv_heads (" +
+                                                std::to_string(p.num_kv_heads) + ")");
+  if (p.group_size() > kernels::kMmaRows)
+    return reject(Status::unsupported, "query group num_heads/num_kv_heads = " + std::to_string(p.group_size()) + " exceeds 16");
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
+    return reject(Status::unsupported, "head_dim must be 64, 128 or 256, got " + std::to_string(p.head_dim));
+  if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
+    return reject(Status::unsupported, "dtype must be bf16 or fp16");
+  if (p.num_splits < 1 || p.num_splits > kMaxSplits)
+    return reject(Status::invalid_argument, "num_splits must be in [1, " + std::to_string(kMaxSplits) + "], got " +
+                                                std::to_string(p.num_splits));
+  if (p.layout == KvLayout::paged) {
+    if (!is_power_of_two(p.page_size) || p.page_size > 1024)
+      return reject(Status::unsupported,
+                    "page_size must be a power of two up to 1024, got " + std::to_string(p.page_size));
+    if (p.max_pages_per_seq < 1)
+      return reject(Status::invalid_argument, "max_pages_per_seq must be >= 1 for the paged layout");
+    if (p.num_pages < 1) return reject(Status::invalid_argument, "num_pages must be >= 1 for the paged layout");
+    if (p.block_table == nullptr) return reject(Status::invalid_argument, "block_table is null (paged layout)");
+  } else if (p.layout == KvLayout::contiguous) {
+    if (p.cache_capacity < 1)
+      return reject(Status::invalid_argument, "cache_capacity must be >= 1, got " + std::to_string(p.cache_capacity));
+  } else {
+    return reject(Status::invalid_argument, "layout must be contiguous or paged");
+  }
+  const std::pair<const void*, const char*> required[] = {
+      {p.q, "q"}, {p.k, "k"}, {p.v, "v"}, {p.out, "out"}, {p.cache_seqlens, "cache_seqlens"}};
+  for (const auto& [pointer, name] : required) {
+    if (pointer == nullptr) return reject(Status::invalid_argument, std::string(name) + " is null");
+  }
+  for (const auto& [pointer, name] : {required[0], required[1], required[2], required[3]}) {
+    if (!is_aligned_16(pointer))
+      return reject(Status::invalid_argument, std::string(name) + " must be 16-byte aligned");
+  }
+  if (p.num_splits > 1 && p.workspace == nullptr)
+    return reject(Status::invalid_argument, "workspace is null but num_splits > 1 needs " +
+                                                std::to_string(decode_workspace_bytes(p)) + " bytes");
+  if (p.workspace != nullptr && !is_aligned_16(p.workspace))
+    return reject(Status::invalid_argument, "workspace must be 16-byte aligned");
+  if (p.host_cache_seqlens != nullptr) {
+    for (int b = 0; b < p.batch; ++b) {
+      const int32_t length = p.host_cache_seqlens[b];
+      if (length < 0 || length > p.capacity_tokens())
+        return reject(Status::invalid_argument, "cache_seqlens[" + std::to_string(b) + "] = " +
+                                                    std::to_string(length) + " is outside [0, capacity " +
+                                                    std::to_string(p.capacity_tokens()) + "]");
+    }
+  }
+  if (!(p.softmax_scale >= 0.f) || std::isinf(p.softmax_scale))
+    return reject(Status::invalid_argument, "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim))");
+  return Status::ok;
+}
+
+std::size_t decode_workspace_bytes(const DecodeParams& p) {
+  if (p.num_splits <= 1) return 0;
+  const std::size_t rows = static_cast<std::size_t>(p.batch) * p.num_heads * p.num_splits;
+  return rows * (static_cast<std::size_t>(p.head_dim) + 1) * sizeof(float);
+}
+
+Status decode_attention(const DecodeParams& params, cudaStream_t stream) {
+  std::string message;
+  const Status status = validate(params, &message);
+  if (status != Status::ok) return fail(status, message);
+
+  kernels::DecodeKernelArgs args{};
+  args.q = params.q;
+  args.k = params.k;
+  args.v = params.v;
+  args.cache_seqlens = params.cache_seqlens;
+  args.block_table = params.block_table;
+  args.out = params.out;
+  args.lse = params.lse;
+  args.partial_out = static_cast<float*>(params.workspace);
+  args.partial_lse = args.partial_out == nullptr
+                         ? nullptr
+                         : args.partial_out + static_cast<std::size_t>(params.batch) * params.num_heads *
+                                                  params.num_splits * params.head_dim;
+  args.num_heads = params.num_heads;
+  args.num_kv_heads = params.num_kv_heads;
+  args.group_size = params.group_size();
+  args.cache_capacity = params.capacity_tokens();
+  args.page_shift = params.layout == KvLayout::paged ? log2_exact(params.page_size) : 0;
+  args.max_pages_per_seq = params.max_pages_per_seq;
+  args.num_splits = params.num_splits;
+  const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
+  args.scale_log2 = scale * 1.4426950408889634f;
+
+  return params.dtype == DType::bf16 ? dispatch_head_dim<__nv_bfloat16>(params, args, stream)
+                                     : dispatch_head_dim<__half>(params, args, stream);
+}
+
+const char* last_error_message() { return last_message.c_str(); }
+
+}  // namespace splitkv
