@@ -44,6 +44,39 @@ cudaError_t allow_shared_memory(const void* kernel, int bytes) {
   return error;
 }
 
+// Programmatic dependent launch needs sm_90; older devices get plain stream order.
+bool supports_programmatic_launch() {
+  static std::mutex mutex;
+  static std::set<int> known, capable;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (known.insert(device).second) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9)
+      capable.insert(device);
+  }
+  return capable.count(device) != 0;
+}
+
+template <typename... KernelArgs, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, int shared_bytes,
+                          cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = static_cast<std::size_t>(shared_bytes);
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  if (supports_programmatic_launch()) {
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
 template <typename Element, int kHeadDim, bool kPaged>
 Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
   constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
@@ -54,18 +87,16 @@ Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
     return fail(Status::cuda_error, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(error));
 
   const dim3 grid(params.num_splits, params.batch * params.num_kv_heads);
-  kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>
-      <<<grid, kernels::kThreadsPerCta, shared_bytes, stream>>>(args);
-  error = cudaGetLastError();
+  error = launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>, grid,
+                        dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
   if (error != cudaSuccess)
     return fail(Status::cuda_error, std::string("split kernel launch: ") + cudaGetErrorString(error));
 
   if (params.num_splits > 1) {
     const int rows = params.batch * params.num_heads;
     const int ctas = ceil_div(rows, kernels::kCombineRowsPerCta);
-    kernels::combine_splits_kernel<Element, kHeadDim>
-        <<<ctas, kernels::kCombineRowsPerCta * 32, 0, stream>>>(args, rows);
-    error = cudaGetLastError();
+    error = launch_kernel(kernels::combine_splits_kernel<Element, kHeadDim>, dim3(ctas),
+                          dim3(kernels::kCombineRowsPerCta * 32), 0, stream, args, rows);
     if (error != cudaSuccess)
       return fail(Status::cuda_error, std::string("combine kernel launch: ") + cudaGetErrorString(error));
   }

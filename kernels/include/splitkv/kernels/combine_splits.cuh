@@ -18,55 +18,57 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   using Mma = TensorCore<Element>;
   constexpr int kColumnsPerLane = kHeadDim / 32;
   static_assert(kColumnsPerLane % 2 == 0, "lanes read float2 or wider");
-  __shared__ float split_weight[kCombineRowsPerCta][kMaxSplits];
+  allow_dependent_grids_to_launch();
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int64_t head_row = static_cast<int64_t>(blockIdx.x) * kCombineRowsPerCta + warp;
   if (head_row >= total_rows) return;
+  // The lengths are inputs of the split kernel, not its outputs, so they can be read while it
+  // still runs; this takes one memory round trip off the critical path.
   const int batch_index = static_cast<int>(head_row / args.num_heads);
   const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
   const int live = active_splits(seqlen, args.num_splits);
   if (live <= 1) return;  // the split kernel wrote this row's final output itself
+  wait_for_prerequisite_grids();  // the split kernel's partials are complete and visible after this
 
+  // One pass with a running maximum, so each split's LSE and output are loaded together instead
+  // of a first pass over the LSEs followed by a second over the outputs.
   const float* lse_row = args.partial_lse + head_row * args.num_splits;
-  float max_lse = -INFINITY;
-  for (int s = lane; s < live; s += 32) max_lse = fmaxf(max_lse, lse_row[s]);
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2)
-    max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
-  float sum = 0.f;
-  for (int s = lane; s < live; s += 32) {
-    const float w = __expf(lse_row[s] - max_lse);
-    split_weight[warp][s] = w;
-    sum += w;
-  }
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  __syncwarp();
-
-  const float inverse_sum = 1.f / sum;
+  const float* partial = args.partial_out + head_row * args.num_splits * kHeadDim;
+  float running_max = -INFINITY;
+  float weight_sum = 0.f;
   float accumulated[kColumnsPerLane];
 #pragma unroll
   for (int c = 0; c < kColumnsPerLane; ++c) accumulated[c] = 0.f;
-  // Lane owns columns [lane*2 + 64*i, +2) so each warp-wide read is one contiguous 256-byte run.
-  const float* partial = args.partial_out + head_row * args.num_splits * kHeadDim;
+#pragma unroll 4
   for (int s = 0; s < live; ++s) {
-    const float w = split_weight[warp][s];
+    const float lse = lse_row[s];
+    // Lane owns columns [lane*2 + 64*i, +2) so each warp-wide read is one contiguous 256-byte run.
+    float2 value[kColumnsPerLane / 2];
+#pragma unroll
+    for (int i = 0; i < kColumnsPerLane / 2; ++i)
+      value[i] = *reinterpret_cast<const float2*>(partial + s * kHeadDim + i * 64 + lane * 2);
+    const float new_max = fmaxf(running_max, lse);
+    const float rescale = __expf(running_max - new_max);  // 0 on the first split
+    const float weight = __expf(lse - new_max);
+    weight_sum = weight_sum * rescale + weight;
 #pragma unroll
     for (int i = 0; i < kColumnsPerLane / 2; ++i) {
-      const float2 value = *reinterpret_cast<const float2*>(partial + s * kHeadDim + i * 64 + lane * 2);
-      accumulated[2 * i] += w * value.x;
-      accumulated[2 * i + 1] += w * value.y;
+      accumulated[2 * i] = accumulated[2 * i] * rescale + weight * value[i].x;
+      accumulated[2 * i + 1] = accumulated[2 * i + 1] * rescale + weight * value[i].y;
     }
+    running_max = new_max;
   }
+
+  const float inverse_sum = 1.f / weight_sum;
   Element* destination = static_cast<Element*>(args.out) + head_row * kHeadDim;
 #pragma unroll
   for (int i = 0; i < kColumnsPerLane / 2; ++i) {
     const uint32_t packed = Mma::pack(accumulated[2 * i] * inverse_sum, accumulated[2 * i + 1] * inverse_sum);
     *reinterpret_cast<uint32_t*>(destination + i * 64 + lane * 2) = packed;
   }
-  if (lane == 0 && args.lse != nullptr) args.lse[head_row] = max_lse + __logf(sum);
+  if (lane == 0 && args.lse != nullptr) args.lse[head_row] = running_max + __logf(weight_sum);
 }
 
 }  // namespace splitkv::kernels

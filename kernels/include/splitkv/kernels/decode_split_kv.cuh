@@ -92,6 +92,9 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   constexpr int kStages = decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
 
+  wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
+  allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
+
   const int split = blockIdx.x;
   const int batch_index = blockIdx.y / args.num_kv_heads;
   const int kv_head = blockIdx.y % args.num_kv_heads;

@@ -40,6 +40,22 @@ __device__ __forceinline__ void load_matrix_x4_transposed(uint32_t (&fragment)[4
                : "r"(address));
 }
 
+// Programmatic dependent launch (sm_90): the next kernel in the stream may be scheduled while
+// this one still runs, and waits in `wait_for_prerequisite_grids` until the previous grid has
+// finished and its writes are visible. It hides the launch gap between split and combine and
+// between back-to-back decode calls. Both are no-ops before sm_90 or without the launch attribute.
+__device__ __forceinline__ void wait_for_prerequisite_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allow_dependent_grids_to_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
 template <typename Element>
 struct TensorCore;
 
