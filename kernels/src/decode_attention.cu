@@ -10,6 +10,7 @@
 
 #include "splitkv/kernels/combine_splits.cuh"
 #include "splitkv/kernels/decode_split_kv.cuh"
+#include "splitkv/kernels/decode_unpacked_gqa.cuh"
 
 namespace splitkv {
 namespace {
@@ -78,17 +79,24 @@ cudaError_t launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, 
 }
 
 template <typename Element, int kHeadDim, bool kPaged>
-Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
-  constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
-  const void* split_kernel =
-      reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>);
-  cudaError_t error = allow_shared_memory(split_kernel, shared_bytes);
-  if (error != cudaSuccess)
-    return fail(Status::cuda_error, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(error));
-
-  const dim3 grid(params.num_splits, params.batch * params.num_kv_heads);
-  error = launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>, grid,
-                        dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
+Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
+              cudaStream_t stream) {
+  cudaError_t error;
+  if (kernel == DecodeKernel::packed_gqa) {
+    constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
+    const void* split_kernel =
+        reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>);
+    error = allow_shared_memory(split_kernel, shared_bytes);
+    if (error != cudaSuccess)
+      return fail(Status::cuda_error, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(error));
+    const dim3 grid(params.num_splits, params.batch * params.num_kv_heads);
+    error = launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>, grid,
+                          dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
+  } else {
+    const dim3 grid(params.num_splits, params.batch * params.num_heads);
+    error = launch_kernel(kernels::decode_unpacked_gqa_kernel<Element, kHeadDim, kPaged>, grid,
+                          dim3(kernels::kThreadsPerCta), 0, stream, args);
+  }
   if (error != cudaSuccess)
     return fail(Status::cuda_error, std::string("split kernel launch: ") + cudaGetErrorString(error));
 
@@ -104,17 +112,19 @@ Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
 }
 
 template <typename Element, int kHeadDim>
-Status dispatch_layout(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
-  return params.layout == KvLayout::paged ? launch<Element, kHeadDim, true>(params, args, stream)
-                                          : launch<Element, kHeadDim, false>(params, args, stream);
+Status dispatch_layout(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
+                       cudaStream_t stream) {
+  return params.layout == KvLayout::paged ? launch<Element, kHeadDim, true>(params, args, kernel, stream)
+                                          : launch<Element, kHeadDim, false>(params, args, kernel, stream);
 }
 
 template <typename Element>
-Status dispatch_head_dim(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
+Status dispatch_head_dim(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
+                         cudaStream_t stream) {
   switch (params.head_dim) {
-    case 64: return dispatch_layout<Element, 64>(params, args, stream);
-    case 128: return dispatch_layout<Element, 128>(params, args, stream);
-    case 256: return dispatch_layout<Element, 256>(params, args, stream);
+    case 64: return dispatch_layout<Element, 64>(params, args, kernel, stream);
+    case 128: return dispatch_layout<Element, 128>(params, args, kernel, stream);
+    case 256: return dispatch_layout<Element, 256>(params, args, kernel, stream);
     default: return fail(Status::unsupported, "head_dim must be 64, 128 or 256");
   }
 }
@@ -191,6 +201,10 @@ std::size_t decode_workspace_bytes(const DecodeParams& p) {
 }
 
 Status decode_attention(const DecodeParams& params, cudaStream_t stream) {
+  return decode_attention(params, DecodeKernel::packed_gqa, stream);
+}
+
+Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStream_t stream) {
   std::string message;
   const Status status = validate(params, &message);
   if (status != Status::ok) return fail(status, message);
@@ -218,8 +232,10 @@ Status decode_attention(const DecodeParams& params, cudaStream_t stream) {
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;
 
-  return params.dtype == DType::bf16 ? dispatch_head_dim<__nv_bfloat16>(params, args, stream)
-                                     : dispatch_head_dim<__half>(params, args, stream);
+  if (kernel != DecodeKernel::packed_gqa && kernel != DecodeKernel::unpacked_gqa)
+    return fail(Status::invalid_argument, "unknown decode kernel");
+  return params.dtype == DType::bf16 ? dispatch_head_dim<__nv_bfloat16>(params, args, kernel, stream)
+                                     : dispatch_head_dim<__half>(params, args, kernel, stream);
 }
 
 const char* last_error_message() { return last_message.c_str(); }

@@ -113,7 +113,7 @@ struct Case {
 };
 
 // Checks one case end to end and returns the relative error, so callers can report the worst.
-double check_case(const Case& c, std::uint64_t seed) {
+double check_case(const Case& c, std::uint64_t seed, DecodeKernel kernel = DecodeKernel::packed_gqa) {
   HostProblem problem = reference::random_problem(c.shape, seed);
   DeviceProblem device(problem, c.dtype, c.num_splits);
   EXPECT_TRUE(device.allocated()) << c.describe();
@@ -123,7 +123,7 @@ double check_case(const Case& c, std::uint64_t seed) {
   reference::attention(problem, ref_out, ref_lse);
 
   device.poison();
-  const Status status = decode_attention(device.params(c.num_splits, true), nullptr);
+  const Status status = decode_attention(device.params(c.num_splits, true), kernel, nullptr);
   EXPECT_EQ(Status::ok, status) << c.describe() << ": " << last_error_message();
   EXPECT_EQ(cudaSuccess, cudaDeviceSynchronize()) << c.describe();
   const GpuRun run = device.results();
@@ -141,29 +141,43 @@ double check_case(const Case& c, std::uint64_t seed) {
   return out_error.relative;
 }
 
-TEST(DecodeAttentionGpu, RandomizedAgainstFloat64Reference) {
-  SPLITKV_REQUIRE_GPU();
-  std::mt19937_64 rng(20261129);
+// Draws case i of a randomized sweep: layouts, dtypes, head_dims and group sizes cycle so every
+// combination appears; batch, heads, capacity, page size, lengths and splits are random.
+Case random_case(int i, std::mt19937_64& rng) {
   const int head_dims[] = {64, 128, 256};
   const int groups[] = {1, 4, 8, 16};
   const int page_sizes[] = {16, 32, 64, 128, 256};
   const int fixed_splits[] = {1, 2, 3, 7, 16, 64, 128, kMaxSplits};
+  Case c;
+  c.shape.layout = i % 2 == 0 ? KvLayout::contiguous : KvLayout::paged;
+  c.dtype = (i / 2) % 2 == 0 ? DType::bf16 : DType::fp16;
+  c.shape.head_dim = head_dims[(i / 4) % 3];
+  const int group = groups[(i / 12) % 4];
+  c.shape.num_kv_heads = 1 + static_cast<int>(rng() % 3);
+  c.shape.num_heads = group * c.shape.num_kv_heads;
+  c.shape.batch = 1 + static_cast<int>(rng() % 5);
+  c.shape.page_size = page_sizes[rng() % 5];
+  c.shape.capacity = 1 + static_cast<int>(rng() % 2500);
+  c.shape.lengths = reference::LengthMode::ragged;
+  c.num_splits = rng() % 2 == 0 ? fixed_splits[rng() % 8] : 1 + static_cast<int>(rng() % 128);
+  return c;
+}
+
+TEST(DecodeAttentionGpu, UnpackedGqaKernelAgainstFloat64Reference) {
+  SPLITKV_REQUIRE_GPU();
+  std::mt19937_64 rng(77);
+  for (int i = 0; i < 48 && !::testing::Test::HasFailure(); ++i)
+    check_case(random_case(i, rng), rng(), DecodeKernel::unpacked_gqa);
+}
+
+TEST(DecodeAttentionGpu, RandomizedAgainstFloat64Reference) {
+  SPLITKV_REQUIRE_GPU();
+  std::mt19937_64 rng(20261129);
   constexpr int kCases = 320;
   double worst = 0.0;
   std::string worst_case;
   for (int i = 0; i < kCases; ++i) {
-    Case c;
-    c.shape.layout = i % 2 == 0 ? KvLayout::contiguous : KvLayout::paged;
-    c.dtype = (i / 2) % 2 == 0 ? DType::bf16 : DType::fp16;
-    c.shape.head_dim = head_dims[(i / 4) % 3];
-    const int group = groups[(i / 12) % 4];
-    c.shape.num_kv_heads = 1 + static_cast<int>(rng() % 3);
-    c.shape.num_heads = group * c.shape.num_kv_heads;
-    c.shape.batch = 1 + static_cast<int>(rng() % 5);
-    c.shape.page_size = page_sizes[rng() % 5];
-    c.shape.capacity = 1 + static_cast<int>(rng() % 2500);
-    c.shape.lengths = reference::LengthMode::ragged;
-    c.num_splits = rng() % 2 == 0 ? fixed_splits[rng() % 8] : 1 + static_cast<int>(rng() % 128);
+    const Case c = random_case(i, rng);
     const double error = check_case(c, rng());
     if (error > worst) {
       worst = error;
