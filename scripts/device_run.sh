@@ -2,9 +2,13 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [build] [tests] [sanitize] [bench] [all]     (default: all)
+#   scripts/device_run.sh [build] [tests] [sanitize] [bench] [sweep] [all]    (default: all)
 #
-# Extra arguments for the bench can be passed in SPLITKV_BENCH_ARGS.
+# Extra arguments for the bench can be passed in SPLITKV_BENCH_ARGS. The sweep step runs
+# sweeps/quick.json (both kernels, exhaustive and pruned), sweeps/validation.json, then
+# sweeps/full.json for at most SPLITKV_FULL_SECONDS (default 240), resuming results/h200/full.csv
+# when it exists; it leaves everything in $OUT/results_h200.tgz. The device copy has no .git, so
+# pass the commit as SPLITKV_GIT_SHA for the sidecars.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
@@ -22,7 +26,7 @@ nvcc --version | tail -1
 section "build"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITKV_CUDA_ARCHITECTURES=90a \
   >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
-targets="splitkv_gpu_tests decode_kernel_bench splitkv_c ${SPLITKV_EXTRA_TARGETS:-}"
+targets="splitkv_gpu_tests decode_kernel_bench splitkv_c splitkv ${SPLITKV_EXTRA_TARGETS:-}"
 if ! cmake --build build-device -j "$(nproc)" --target $targets >"$OUT/build.log" 2>&1; then
   grep -E "error|Error" -A3 "$OUT/build.log" | head -60
   exit 1
@@ -51,5 +55,38 @@ if wants bench; then
   build-device/tuner/decode_kernel_bench tuner/bench/h200_peer_anchors.csv --out "$OUT/decode_kernel_bench.csv" \
     ${SPLITKV_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+fi
+if wants sweep; then
+  section "sweeps"
+  sweep_dir=build-device/results/h200
+  rm -rf "$sweep_dir" && mkdir -p "$sweep_dir"
+  splitkv=build-device/cli/splitkv
+  $splitkv devices | tee "$OUT/devices.txt"
+  run_sweep() {  # name, then sweep arguments; a failing sweep is reported, the others still run
+    local name=$1
+    shift
+    local start=$SECONDS
+    "$splitkv" sweep --out "$sweep_dir/$name.csv" "$@" 2>"$sweep_dir/$name.log"
+    local rc=$?
+    printf '%-16s exit %3d  %4ds  %s\n' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$sweep_dir/$name.log")"
+  }
+  run_sweep quick --grid sweeps/quick.json --kernel splitkv,unpacked_gqa
+  run_sweep quick_pruned --grid sweeps/quick.json --search pruned
+  run_sweep validation --grid sweeps/validation.json --search pruned
+  if [[ -f results/h200/full.csv ]]; then
+    cp results/h200/full.csv results/h200/full.json "$sweep_dir/" 2>/dev/null
+    full_args=(--resume)
+  else
+    full_args=()
+  fi
+  # SIGINT is the sweep's own "stop after this point, keep every row" signal.
+  run_sweep full --grid sweeps/full.json --search pruned "${full_args[@]}" &
+  full_pid=$!
+  ( sleep "${SPLITKV_FULL_SECONDS:-240}"; pkill -INT -f "sweeps/full.json" ) &
+  watchdog=$!
+  wait $full_pid
+  kill $watchdog 2>/dev/null
+  tar czf "$OUT/results_h200.tgz" -C build-device/results h200
+  ls -la "$sweep_dir"
 fi
 exit $status

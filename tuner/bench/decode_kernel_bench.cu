@@ -23,7 +23,9 @@
 
 #include "reference_attention.hpp"
 #include "splitkv/decode_attention.hpp"
+#include "splitkv/tuner/device_random.cuh"
 #include "splitkv/tuner/graph_timer.hpp"
+#include "splitkv/tuner/sweep_point.hpp"
 
 namespace {
 
@@ -73,17 +75,6 @@ std::vector<AnchorShape> read_anchors(const std::string& path) {
       std::exit(1);                                                                                 \
     }                                                                                               \
   } while (0)
-
-__global__ void fill_uniform_bf16(__nv_bfloat16* data, std::size_t count, std::uint64_t seed) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    std::uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;  // splitmix64
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    data[i] = __float2bfloat16(static_cast<float>(x >> 40) / static_cast<float>(1 << 24) * 2.f - 1.f);
-  }
-}
 
 double bf16_to_double(std::uint16_t bits) {
   std::uint32_t widened = static_cast<std::uint32_t>(bits) << 16;
@@ -281,20 +272,28 @@ int main(int argc, char** argv) {
         b.kv_elements = static_cast<std::size_t>(s.batch) * s.context_len * row;
       }
       const std::size_t kv_bytes = 2 * static_cast<std::size_t>(s.batch) * s.context_len * row * 2;
-      const int copies = splitkv::tuner::rotation_copies(2 * b.kv_elements * 2, properties.l2CacheSize,
-                                                         protocol.working_set_l2_multiple);
+      splitkv::tuner::SweepPoint point;
+      point.layout = layout.layout;
+      point.page_size = layout.page_size;
+      point.batch = s.batch;
+      point.num_heads = s.num_heads;
+      point.num_kv_heads = s.num_kv_heads;
+      point.head_dim = s.head_dim;
+      point.context_len = point.cache_capacity = s.context_len;
+      const int copies = splitkv::tuner::rotating_copies(point, properties.l2CacheSize, protocol.working_set_l2_multiple,
+                                                         properties.totalGlobalMem / 2);
       for (int c = 0; c < copies; ++c) {
         b.k.push_back(nullptr);
         b.v.push_back(nullptr);
         CHECK_CUDA(cudaMalloc(&b.k.back(), b.kv_elements * 2));
         CHECK_CUDA(cudaMalloc(&b.v.back(), b.kv_elements * 2));
-        fill_uniform_bf16<<<1024, 256, 0, stream>>>(b.k.back(), b.kv_elements, 2 * c + 1);
-        fill_uniform_bf16<<<1024, 256, 0, stream>>>(b.v.back(), b.kv_elements, 2 * c + 2);
+        CHECK_CUDA(splitkv::tuner::fill_uniform(b.k.back(), b.kv_elements, splitkv::DType::bf16, 2 * c + 1, stream));
+        CHECK_CUDA(splitkv::tuner::fill_uniform(b.v.back(), b.kv_elements, splitkv::DType::bf16, 2 * c + 2, stream));
       }
       const std::size_t q_elements = static_cast<std::size_t>(s.batch) * s.num_heads * s.head_dim;
       CHECK_CUDA(cudaMalloc(&b.q, q_elements * 2));
       CHECK_CUDA(cudaMalloc(&b.out, q_elements * 2));
-      fill_uniform_bf16<<<256, 256, 0, stream>>>(b.q, q_elements, 99);
+      CHECK_CUDA(splitkv::tuner::fill_uniform(b.q, q_elements, splitkv::DType::bf16, 99, stream));
       const std::vector<int32_t> lengths(s.batch, s.context_len);
       CHECK_CUDA(cudaMalloc(&b.seqlens, s.batch * sizeof(int32_t)));
       CHECK_CUDA(cudaMemcpy(b.seqlens, lengths.data(), s.batch * sizeof(int32_t), cudaMemcpyHostToDevice));

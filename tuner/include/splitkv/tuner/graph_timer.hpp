@@ -21,10 +21,6 @@ struct GraphTimingProtocol {
   int min_launches_per_graph = 16;  // amortises the graph launch itself over many calls
 };
 
-// Copies of the per-call buffers needed so `copies * bytes_per_copy` is at least
-// `multiple * l2_bytes`; at least 1.
-int rotation_copies(std::size_t bytes_per_copy, std::size_t l2_bytes, double multiple);
-
 struct GraphTiming {
   std::vector<double> per_call_us;  // one sample per replay: replay time / calls in the graph
   SampleStats stats;
@@ -32,9 +28,37 @@ struct GraphTiming {
 };
 
 // `enqueue(copy, stream)` enqueues one call on buffers `copy` (0..copies-1) and returns an empty
-// string on success or a message. Returns "" and fills `timing`, or a message naming the
-// failing step; a sticky CUDA error is reported, never hidden.
+// string on success or a message.
 using EnqueueCall = std::function<std::string(int copy, cudaStream_t stream)>;
+
+// One captured graph of back-to-back calls and the events that time its replays. Every method
+// returns "" on success or a message naming the failing CUDA step; errors are never hidden.
+class GraphReplayTimer {
+ public:
+  GraphReplayTimer() = default;
+  GraphReplayTimer(const GraphReplayTimer&) = delete;
+  GraphReplayTimer& operator=(const GraphReplayTimer&) = delete;
+  ~GraphReplayTimer();
+
+  // Captures max(copies, min_calls) calls cycling over the copies, and instantiates the graph.
+  std::string capture(const EnqueueCall& enqueue, int copies, int min_calls, cudaStream_t stream);
+  // Replays once without timing (warm-up).
+  std::string replay();
+  // Replays once between two events; `per_call_us` = replay time / calls in the graph.
+  std::string timed_replay(double* per_call_us);
+  int calls() const { return calls_; }
+
+ private:
+  void reset();
+  cudaStream_t stream_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  int calls_ = 0;
+};
+
+// Capture, warm up, then `protocol.repetitions` timed replays: the whole protocol in one call.
 std::string time_graph_replays(const EnqueueCall& enqueue, int copies, const GraphTimingProtocol& protocol,
                                cudaStream_t stream, GraphTiming* timing);
 

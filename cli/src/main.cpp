@@ -1,0 +1,71 @@
+// splitkv: measure split-KV decode attention on a GPU and turn the measurements into a
+// num_splits heuristic. This file only wires flags to commands.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "devices_command.hpp"
+#include "splitkv/tuner/gpu_sweep.hpp"
+#include "splitkv/tuner/sidecar.hpp"
+#include "sweep_command.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"splitkv: sweep split-KV (Flash-Decoding) decode attention kernels over shapes "
+               "and split counts, and record the timings.",
+               "splitkv"};
+  app.set_version_flag("--version", splitkv::tuner::tool_version());
+  app.require_subcommand(1);
+
+  splitkv::cli::SweepCommandOptions sweep_options;
+  CLI::App* sweep = app.add_subcommand(
+      "sweep",
+      "Time every point of a grid file and append one CSV row per point (plus a JSON sidecar "
+      "next to it). Exit codes: 0 done, 1 could not run or stopped on a device error, "
+      "2 invalid input, 130 interrupted (rows so far are kept; rerun with --resume).");
+  sweep->add_option("--grid", sweep_options.grid_path,
+                    "Grid JSON file (schema: tuner/GRID_SCHEMA.md), e.g. sweeps/quick.json")
+      ->required();
+  sweep->add_option("--out", sweep_options.out_path,
+                    "Results CSV to append to (schema: tuner/CSV_SCHEMA.md); its folder must "
+                    "exist. The sidecar goes next to it with a .json extension. Required unless "
+                    "--dry-run.");
+  sweep->add_flag("--resume", sweep_options.resume,
+                  "Continue a sweep into an --out that already holds rows: points already "
+                  "measured (or failed for good) are skipped and a torn last line is cut off. "
+                  "Without it a non-empty --out is refused.");
+  sweep->add_flag("--dry-run", sweep_options.dry_run,
+                  "Expand, prune and shard the grid and print what would run (point counts, "
+                  "pruning by reason, bytes, rough time, first and last point); time nothing.");
+  sweep->add_option("--shard", sweep_options.shard,
+                    "Run only shard i of N (i/N, 0 <= i < N): shapes are dealt round-robin, all "
+                    "split counts of a shape in the same shard. Default 0/1 (everything).");
+  sweep->add_option("--device", sweep_options.device, "CUDA device ordinal to time on. Default 0.");
+  sweep->add_option("--search", sweep_options.search,
+                    "exhaustive: time every planned split count. pruned: per shape, walk the "
+                    "split counts upwards and stop once two in a row are slower than the best.")
+      ->check(CLI::IsMember({"exhaustive", "pruned"}));
+  sweep->add_option("--kernel", sweep_options.kernels,
+                    "Registered kernel(s) to time; repeat the flag or separate with commas to "
+                    "measure several in one sweep. Default: splitkv.")
+      ->delimiter(',');
+
+  CLI::App* devices =
+      app.add_subcommand("devices", "Print the facts a sweep records about each visible GPU.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& error) {
+    return app.exit(error);
+  } catch (const CLI::CallForAllHelp& error) {
+    return app.exit(error);
+  } catch (const CLI::CallForVersion& error) {
+    return app.exit(error);
+  } catch (const CLI::ParseError& error) {
+    std::cerr << "splitkv: " << error.what() << " (see splitkv --help)\n";
+    return 2;
+  }
+
+  if (sweep->parsed()) return splitkv::cli::run_sweep_command(sweep_options, std::cout, std::cerr);
+  if (devices->parsed()) return splitkv::cli::run_devices_command(std::cout, std::cerr);
+  return 2;
+}

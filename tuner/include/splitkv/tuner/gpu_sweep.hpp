@@ -1,0 +1,60 @@
+// The seam between the host-only sweep driver and the CUDA side. The CLI calls these; a
+// build without CUDA links gpu_sweep_unavailable.cpp, whose versions say so, and a CUDA
+// build links tuner/src/gpu_*.cu instead (GPU timer, device queries, kernel adapters).
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "splitkv/tuner/device_facts.hpp"
+#include "splitkv/tuner/grid_spec.hpp"
+#include "splitkv/tuner/kernel_under_test.hpp"
+#include "splitkv/tuner/sweep_plan.hpp"
+#include "splitkv/tuner/sweep_runner.hpp"
+
+namespace splitkv::tuner {
+
+inline constexpr const char* kDefaultKernelName = "splitkv";
+inline constexpr const char* kNoCudaMessage = "this build has no CUDA support";
+
+struct GpuSweepRequest {
+  GridSpec grid;
+  SweepPlan plan;  // expanded, pruned and already restricted to `shard`
+  ShardSpec shard;
+  std::string out_csv;
+  bool resume = false;
+  int device = 0;
+  SearchMode search = SearchMode::exhaustive;
+  std::vector<std::string> kernel_names{kDefaultKernelName};
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+struct GpuSweepResult {
+  bool started = false;  // false: nothing was timed; `error` says why (no CUDA, no device)
+  std::string error;
+  SweepSummary summary;  // when started
+};
+
+// The CUDA implementation is expected to: select request.device and fill DeviceFacts;
+// create request.kernel_names from a registry filled by register_gpu_kernels(); build
+// SweepRunOptions from the request (out_csv, resume, search, shard, stop_requested,
+// device, progress = &std::cerr); and return SweepRunner(options).run(grid, plan,
+// kernels, gpu_timer). It may throw what SweepRunner::run throws before timing
+// (SweepError, CsvError, SidecarError); the CLI reports those as invalid input.
+GpuSweepResult run_gpu_sweep(const GpuSweepRequest& request);
+
+struct DeviceListing {
+  bool ok = false;
+  std::string error;
+  std::vector<DeviceFacts> devices;
+};
+
+DeviceListing list_gpu_devices();
+
+// Adds every kernel this build can time to `registry`; none without CUDA.
+void register_gpu_kernels(KernelRegistry& registry);
+
+bool built_with_cuda();
+
+}  // namespace splitkv::tuner

@@ -1,0 +1,56 @@
+// What `splitkv sweep --dry-run` prints: how many points a grid yields, what pruning
+// dropped and why, and a rough bill in bytes and time, so a grid is sized before it costs
+// GPU time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "splitkv/tuner/grid_spec.hpp"
+#include "splitkv/tuner/sweep_plan.hpp"
+#include "splitkv/tuner/sweep_runner.hpp"
+
+namespace splitkv::tuner {
+
+// The estimate has no GPU to ask, so it assumes one; the defaults describe an H200 with
+// the harness's per-point costs as first measured. Only the ranking of grids by cost is
+// meant to be trusted, not the seconds.
+struct PlanAssumptions {
+  std::int64_t l2_bytes = 60ll * 1024 * 1024;
+  double bandwidth_tbps = 4.0;        // sustained KV read rate
+  double launch_floor_us = 5.0;       // split kernel + combine on a tiny shape
+  double per_point_overhead_s = 2e-3; // graph capture, instantiation, synchronisation
+  double per_shape_overhead_s = 1e-2; // allocation and fill of the rotating buffers
+  double fill_tbps = 1.0;             // random fill of K/V
+  int max_copies = 1024;
+};
+
+struct PlanEstimate {
+  std::int64_t timed_rows = 0;       // points x kernels (an upper bound for --search pruned)
+  std::int64_t kv_bytes_total = 0;   // KV bytes one pass over the points reads
+  std::int64_t peak_bytes = 0;       // largest buffer set x its rotating copies
+  std::string peak_point;            // the shape responsible for peak_bytes
+  double seconds = 0;
+};
+
+PlanEstimate estimate_plan(const GridSpec& grid, const SweepPlan& plan, int kernel_count,
+                           const PlanAssumptions& assumptions = {});
+
+struct PlanReportInput {
+  const GridSpec* grid = nullptr;
+  std::string grid_sha256;
+  const SweepPlan* whole = nullptr;  // the full grid, before sharding
+  const SweepPlan* shard = nullptr;  // what this invocation would run
+  ShardSpec shard_spec;
+  std::vector<std::string> kernels;
+  SearchMode search = SearchMode::exhaustive;
+  PlanAssumptions assumptions;
+};
+
+std::string format_plan_report(const PlanReportInput& input);
+
+// "1.23 GB", "512 B": decimal units, like memory_budget_gb.
+std::string format_bytes(std::int64_t bytes);
+
+}  // namespace splitkv::tuner

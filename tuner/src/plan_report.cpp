@@ -1,0 +1,105 @@
+#include "splitkv/tuner/plan_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace splitkv::tuner {
+
+std::string format_bytes(std::int64_t bytes) {
+  static const char* const kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (std::fabs(value) >= 1000 && unit < 5) {
+    value /= 1000;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, kUnits[unit]);
+}
+
+PlanEstimate estimate_plan(const GridSpec& grid, const SweepPlan& plan, int kernel_count,
+                           const PlanAssumptions& a) {
+  PlanEstimate estimate;
+  const MeasurementProtocol& protocol = grid.protocol;
+  double seconds = 0;
+  for (const SweepShape& shape : plan.shapes) {
+    const SweepPoint widest = shape.point(shape.split_counts.back());
+    const int copies = rotating_copies(widest, a.l2_bytes, protocol.min_working_set_l2_multiple,
+                                       grid.memory_budget_bytes(), a.max_copies);
+    const std::int64_t peak = widest.footprint_bytes() * copies;
+    if (peak > estimate.peak_bytes) {
+      estimate.peak_bytes = peak;
+      estimate.peak_point = fmt::format("{} x{} copies", widest.shape_key(), copies);
+    }
+    // Only the real tokens of each copy need filling; capacity beyond them is never read.
+    seconds += a.per_shape_overhead_s + double(widest.kv_bytes()) * copies / (a.fill_tbps * 1e12);
+    for (int splits : shape.split_counts) {
+      const SweepPoint point = shape.point(splits);
+      estimate.kv_bytes_total += point.kv_bytes();
+      const double launch_s =
+          std::max(a.launch_floor_us * 1e-6, double(point.working_set_bytes()) / (a.bandwidth_tbps * 1e12));
+      const double replay_s = launch_s * copies;
+      seconds += a.per_point_overhead_s + protocol.warmup_replays * replay_s +
+                 protocol.repetitions * std::max(protocol.min_time_s, replay_s);
+    }
+  }
+  estimate.timed_rows = plan.point_count() * kernel_count;
+  estimate.kv_bytes_total *= kernel_count;
+  estimate.seconds = seconds * kernel_count;
+  return estimate;
+}
+
+std::string format_plan_report(const PlanReportInput& in) {
+  const GridSpec& grid = *in.grid;
+  const SweepPlan& whole = *in.whole;
+  const SweepPlan& shard = *in.shard;
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+
+  line(fmt::format("grid      {} (\"{}\", {} block{}{})", grid.source, grid.name, grid.blocks.size(),
+                   grid.blocks.size() == 1 ? "" : "s",
+                   in.grid_sha256.empty() ? "" : ", sha256 " + in.grid_sha256.substr(0, 16)));
+  line(fmt::format("points    {} in the blocks' products, {} repeated across blocks, {} pruned, "
+                   "{} planned in {} shapes",
+                   whole.cartesian_points, whole.duplicate_points, whole.pruned.total(),
+                   whole.point_count(), whole.shapes.size()));
+  for (const PruneReason reason : {PruneReason::memory_budget, PruneReason::splits_exceed_tiles}) {
+    const auto found = whole.pruned.points.find(reason);
+    const std::int64_t count = found == whole.pruned.points.end() ? 0 : found->second;
+    std::string why = describe(reason);
+    if (reason == PruneReason::memory_budget) why += fmt::format(" ({} GB)", grid.memory_budget_gb);
+    line(fmt::format("  pruned  {:>8} {:<20} {}", count, to_string(reason), why));
+  }
+  if (in.shard_spec.count > 1) {
+    line(fmt::format("shard     {}: {} points in {} shapes", in.shard_spec.to_string(),
+                     shard.point_count(), shard.shapes.size()));
+  }
+  std::string kernels;
+  for (const auto& name : in.kernels) kernels += (kernels.empty() ? "" : ", ") + name;
+  const PlanEstimate estimate = estimate_plan(grid, shard, int(in.kernels.size()), in.assumptions);
+  line(fmt::format("kernels   {} -> {} rows{}", kernels, estimate.timed_rows,
+                   in.search == SearchMode::pruned ? " at most (--search pruned stops early)" : ""));
+  line(fmt::format("protocol  {} repetitions, >= {} s each, {} warm-up replays, working set >= {} x L2",
+                   grid.protocol.repetitions, grid.protocol.min_time_s, grid.protocol.warmup_replays,
+                   grid.protocol.min_working_set_l2_multiple));
+  line(fmt::format("bytes     {} of KV read by one pass over the points", format_bytes(estimate.kv_bytes_total)));
+  if (!estimate.peak_point.empty()) {
+    line(fmt::format("memory    peak {} ({})", format_bytes(estimate.peak_bytes), estimate.peak_point));
+  }
+  line(fmt::format("time      ~{} (rough: assumes {:.1f} TB/s, {} L2, {} ms per point, {} ms per shape)",
+                   format_duration(estimate.seconds), in.assumptions.bandwidth_tbps,
+                   format_bytes(in.assumptions.l2_bytes), in.assumptions.per_point_overhead_s * 1e3,
+                   in.assumptions.per_shape_overhead_s * 1e3));
+  if (!shard.shapes.empty()) {
+    const SweepShape& first = shard.shapes.front();
+    const SweepShape& last = shard.shapes.back();
+    line(fmt::format("first     {}", first.point(first.split_counts.front()).key()));
+    line(fmt::format("last      {}", last.point(last.split_counts.back()).key()));
+  } else {
+    line("nothing to time: every point was pruned or belongs to another shard");
+  }
+  return out;
+}
+
+}  // namespace splitkv::tuner

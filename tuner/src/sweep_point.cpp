@@ -1,0 +1,137 @@
+#include "splitkv/tuner/sweep_point.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "splitkv/split_partition.hpp"
+
+namespace splitkv::tuner {
+
+std::string_view to_string(KvLayout layout) {
+  return layout == KvLayout::paged ? "paged" : "contiguous";
+}
+
+std::string_view to_string(DType dtype) { return dtype == DType::fp16 ? "fp16" : "bf16"; }
+
+std::string_view to_string(LengthDistribution) { return "fixed"; }
+
+std::optional<KvLayout> parse_layout(std::string_view text) {
+  if (text == "contiguous") return KvLayout::contiguous;
+  if (text == "paged") return KvLayout::paged;
+  return std::nullopt;
+}
+
+std::optional<DType> parse_dtype(std::string_view text) {
+  if (text == "bf16") return DType::bf16;
+  if (text == "fp16") return DType::fp16;
+  return std::nullopt;
+}
+
+std::optional<LengthDistribution> parse_length_distribution(std::string_view text) {
+  if (text == "fixed") return LengthDistribution::fixed;
+  return std::nullopt;
+}
+
+int bytes_per_element(DType) { return 2; }  // both bf16 and fp16
+
+std::string SweepPoint::shape_key() const {
+  const std::string layout_token =
+      layout == KvLayout::paged ? fmt::format("paged{}", page_size) : std::string("contiguous");
+  return fmt::format("{} {} b{} h{}/{} d{} L{} C{} {}", layout_token, to_string(dtype), batch,
+                     num_heads, num_kv_heads, head_dim, context_len, cache_capacity,
+                     to_string(length_distribution));
+}
+
+std::string SweepPoint::key() const { return fmt::format("{} s{}", shape_key(), num_splits); }
+
+int SweepPoint::kv_tiles() const { return ceil_div(context_len, kTokensPerTile); }
+
+int SweepPoint::pages_per_sequence() const {
+  return layout == KvLayout::paged && page_size > 0 ? ceil_div(context_len, page_size) : 0;
+}
+
+int SweepPoint::block_table_width() const {
+  return layout == KvLayout::paged && page_size > 0 ? ceil_div(cache_capacity, page_size) : 0;
+}
+
+std::int64_t SweepPoint::kv_bytes() const {
+  return 2 * std::int64_t(batch) * context_len * num_kv_heads * head_dim *
+         bytes_per_element(dtype);
+}
+
+std::int64_t SweepPoint::workspace_bytes() const {
+  if (num_splits <= 1) return 0;
+  return std::int64_t(batch) * num_heads * num_splits * (head_dim + 1) * 4;
+}
+
+namespace {
+
+std::int64_t query_output_bytes(const SweepPoint& p) {
+  const std::int64_t q_or_out = std::int64_t(p.batch) * p.num_heads * p.head_dim *
+                                bytes_per_element(p.dtype);
+  const std::int64_t lse = std::int64_t(p.batch) * p.num_heads * 4;
+  const std::int64_t seqlens = std::int64_t(p.batch) * 4;
+  return 2 * q_or_out + lse + seqlens;
+}
+
+}  // namespace
+
+std::int64_t SweepPoint::footprint_bytes() const {
+  const std::int64_t token_bytes =
+      2 * std::int64_t(num_kv_heads) * head_dim * bytes_per_element(dtype);  // K and V
+  std::int64_t cache = 0;
+  if (layout == KvLayout::paged) {
+    const std::int64_t pages = std::int64_t(batch) * pages_per_sequence();
+    const std::int64_t block_table = std::int64_t(batch) * block_table_width() * 4;
+    cache = pages * page_size * token_bytes + block_table;
+  } else {
+    cache = std::int64_t(batch) * cache_capacity * token_bytes;
+  }
+  return cache + query_output_bytes(*this) + workspace_bytes();
+}
+
+std::int64_t SweepPoint::working_set_bytes() const {
+  const std::int64_t block_table_reads =
+      layout == KvLayout::paged ? std::int64_t(batch) * pages_per_sequence() * 4 : 0;
+  return kv_bytes() + query_output_bytes(*this) + workspace_bytes() + block_table_reads;
+}
+
+DecodeParams SweepPoint::to_decode_params() const {
+  DecodeParams params;
+  params.layout = layout;
+  params.dtype = dtype;
+  params.batch = batch;
+  params.num_heads = num_heads;
+  params.num_kv_heads = num_kv_heads;
+  params.head_dim = head_dim;
+  params.num_splits = num_splits;
+  if (layout == KvLayout::paged) {
+    params.page_size = page_size;
+    params.max_pages_per_seq = block_table_width();
+    params.num_pages = batch * pages_per_sequence();
+  } else {
+    params.cache_capacity = cache_capacity;
+  }
+  return params;
+}
+
+int copies_per_allocation(const SweepPoint& point) {
+  if (point.layout != KvLayout::contiguous || point.context_len < 1) return 1;
+  return std::max(1, point.cache_capacity / point.context_len);
+}
+
+int rotating_copies(const SweepPoint& point, std::int64_t l2_bytes, double l2_multiple,
+                    std::int64_t memory_budget_bytes, int max_copies) {
+  const std::int64_t per_launch = std::max<std::int64_t>(1, point.working_set_bytes());
+  const double wanted = std::ceil(double(l2_bytes) * l2_multiple / double(per_launch));
+  std::int64_t copies = std::max<std::int64_t>(1, std::int64_t(wanted));
+  const std::int64_t footprint = std::max<std::int64_t>(1, point.footprint_bytes());
+  const std::int64_t allocations = std::max<std::int64_t>(1, memory_budget_bytes / footprint);
+  copies = std::min<std::int64_t>(copies, allocations * copies_per_allocation(point));
+  copies = std::min<std::int64_t>(copies, std::max(1, max_copies));
+  return int(copies);
+}
+
+}  // namespace splitkv::tuner
