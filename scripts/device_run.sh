@@ -6,7 +6,7 @@
 #
 # Extra arguments for the bench can be passed in SPLITKV_BENCH_ARGS. The sweep step runs
 # sweeps/quick.json (both kernels, exhaustive and pruned), sweeps/validation.json, then
-# sweeps/full.json for at most SPLITKV_FULL_SECONDS (default 240), resuming results/h200/full.csv
+# sweeps/full.json until SPLITKV_DEADLINE seconds into the script (default 540), resuming results/h200/full.csv
 # when it exists; it leaves everything in $OUT/results_h200.tgz. The device copy has no .git, so
 # pass the commit as SPLITKV_GIT_SHA for the sidecars.
 set -uo pipefail
@@ -82,7 +82,11 @@ if wants sweep; then
   # SIGINT is the sweep's own "stop after this point, keep every row" signal.
   run_sweep full --grid sweeps/full.json --search pruned "${full_args[@]}" &
   full_pid=$!
-  ( sleep "${SPLITKV_FULL_SECONDS:-240}"; pkill -INT -f "sweeps/full.json" ) &
+  # Stop the full sweep so the whole script ends by SPLITKV_DEADLINE seconds (the device call's limit).
+  full_seconds=$(( ${SPLITKV_DEADLINE:-540} - SECONDS ))
+  (( full_seconds > 10 )) || full_seconds=10
+  echo "full sweep: at most ${full_seconds}s"
+  ( sleep "$full_seconds"; pkill -INT -f "sweeps/full.json" ) &
   watchdog=$!
   wait $full_pid
   kill $watchdog 2>/dev/null
