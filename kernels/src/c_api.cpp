@@ -1,5 +1,7 @@
 #include "splitkv/c_api.h"
 
+#include <cstring>
+
 #include "splitkv/decode_attention.hpp"
 
 namespace {
@@ -29,11 +31,13 @@ size_t splitkv_workspace_bytes(int batch, int num_heads, int head_dim, int num_s
       make_params(SPLITKV_LAYOUT_CONTIGUOUS, SPLITKV_DTYPE_BF16, batch, num_heads, 1, head_dim, num_splits));
 }
 
-int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, int num_kv_heads, int head_dim,
-                             int cache_capacity, int page_size, int max_pages_per_seq, int num_pages,
-                             int num_splits, float softmax_scale, const void* q, const void* k, const void* v,
-                             const int32_t* cache_seqlens, const int32_t* block_table, void* out, float* lse,
-                             void* workspace, void* stream) {
+int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int num_heads, int num_kv_heads,
+                                          int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
+                                          int num_pages, int num_splits, float softmax_scale, const void* q,
+                                          const void* k, const void* v, const int32_t* cache_seqlens,
+                                          const int32_t* block_table, void* out, float* lse, void* workspace,
+                                          const unsigned char* splits_by_length,
+                                          const int32_t* splits_per_sequence, void* stream) {
   splitkv::DecodeParams params = make_params(layout, dtype, batch, num_heads, num_kv_heads, head_dim, num_splits);
   params.cache_capacity = cache_capacity;
   params.page_size = page_size;
@@ -48,8 +52,25 @@ int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, in
   params.out = out;
   params.lse = lse;
   params.workspace = workspace;
+  params.splits_per_sequence = splits_per_sequence;
+  params.per_sequence_splits = splits_by_length != nullptr || splits_per_sequence != nullptr;
+  if (splits_by_length != nullptr)
+    std::memcpy(params.splits_by_length.splits, splits_by_length, splitkv::SplitsByLength::kBuckets);
   return static_cast<int>(splitkv::decode_attention(params, static_cast<cudaStream_t>(stream)));
 }
+
+int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, int num_kv_heads, int head_dim,
+                             int cache_capacity, int page_size, int max_pages_per_seq, int num_pages,
+                             int num_splits, float softmax_scale, const void* q, const void* k, const void* v,
+                             const int32_t* cache_seqlens, const int32_t* block_table, void* out, float* lse,
+                             void* workspace, void* stream) {
+  return splitkv_decode_attention_per_sequence(layout, dtype, batch, num_heads, num_kv_heads, head_dim,
+                                               cache_capacity, page_size, max_pages_per_seq, num_pages, num_splits,
+                                               softmax_scale, q, k, v, cache_seqlens, block_table, out, lse,
+                                               workspace, nullptr, nullptr, stream);
+}
+
+int splitkv_length_buckets(void) { return splitkv::SplitsByLength::kBuckets; }
 
 const char* splitkv_last_error(void) { return splitkv::last_error_message(); }
 

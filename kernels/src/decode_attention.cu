@@ -152,6 +152,13 @@ Status validate(const DecodeParams& p, std::string* message) {
   if (p.num_splits < 1 || p.num_splits > kMaxSplits)
     return reject(Status::invalid_argument, "num_splits must be in [1, " + std::to_string(kMaxSplits) + "], got " +
                                                 std::to_string(p.num_splits));
+  if (p.per_sequence_splits && p.splits_per_sequence == nullptr) {
+    for (int i = 0; i < SplitsByLength::kBuckets; ++i) {
+      if (p.splits_by_length.splits[i] < 1)
+        return reject(Status::invalid_argument, "splits_by_length.splits[" + std::to_string(i) + "] is 0; every "
+                                                "length bucket needs a split count >= 1");
+    }
+  }
   if (p.layout == KvLayout::paged) {
     if (!is_power_of_two(p.page_size) || p.page_size > 1024)
       return reject(Status::unsupported,
@@ -229,6 +236,9 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.page_shift = params.layout == KvLayout::paged ? log2_exact(params.page_size) : 0;
   args.max_pages_per_seq = params.max_pages_per_seq;
   args.num_splits = params.num_splits;
+  args.per_sequence_splits = params.per_sequence_splits ? 1 : 0;
+  args.splits_by_length = params.splits_by_length;
+  args.splits_per_sequence = params.splits_per_sequence;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;
 

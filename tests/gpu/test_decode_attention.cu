@@ -276,6 +276,35 @@ TEST(DecodeAttentionGpu, CudaGraphReplayWithChangedLengths) {
   cudaStreamDestroy(stream);
 }
 
+// num_splits = auto: a per-length table chooses each sequence's splits on the device; ragged
+// lengths in one batch then run with different split counts, and the combine must follow.
+TEST(DecodeAttentionGpu, PerSequenceSplitsOnTheDevice) {
+  SPLITKV_REQUIRE_GPU();
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 40 && !::testing::Test::HasFailure(); ++i) {
+    Case c = random_case(i, rng);
+    c.shape.batch = 2 + static_cast<int>(rng() % 6);
+    c.num_splits = 1 + static_cast<int>(rng() % 96);  // the grid's bound
+    HostProblem problem = reference::random_problem(c.shape, rng());
+    DeviceProblem device(problem, c.dtype, c.num_splits);
+    ASSERT_TRUE(device.allocated());
+    DecodeParams params = device.params(c.num_splits, true);
+    params.per_sequence_splits = true;
+    for (auto& entry : params.splits_by_length.splits) entry = static_cast<unsigned char>(1 + rng() % 128);
+    std::vector<double> ref_out, ref_lse;
+    reference::attention(problem, ref_out, ref_lse);
+    device.poison();
+    ASSERT_EQ(Status::ok, decode_attention(params, nullptr)) << last_error_message();
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    const GpuRun run = device.results();
+    const testing::ErrorSummary error = testing::compare(run.out, ref_out);
+    EXPECT_EQ(0u, error.unwritten) << c.describe();
+    EXPECT_LE(error.relative, 1e-2) << c.describe();
+    for (std::size_t r = 0; r < ref_lse.size(); ++r)
+      if (!std::isinf(ref_lse[r])) EXPECT_NEAR(run.lse[r], ref_lse[r], 1e-3 * (1.0 + std::abs(ref_lse[r])));
+  }
+}
+
 // --- Argument checks: host-only, so they run in CI without a GPU. ---
 
 DecodeParams valid_params() {
@@ -343,6 +372,10 @@ TEST(DecodeAttentionArguments, RejectsBadArgumentsWithClearMessages) {
   p.num_heads = 34;
   p.num_kv_heads = 2;
   expect_rejected(p, Status::unsupported, "exceeds 16");
+  p = valid_params();
+  p = valid_params();
+  p.per_sequence_splits = true;
+  expect_rejected(p, Status::invalid_argument, "splits_by_length");
   p = valid_params();
   static const int32_t too_long[2] = {10, 65};
   p.host_cache_seqlens = too_long;

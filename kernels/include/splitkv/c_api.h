@@ -31,6 +31,21 @@ int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, in
                              const int32_t* cache_seqlens, const int32_t* block_table, void* out, float* lse,
                              void* workspace, void* stream);
 
+/* Number of length buckets in a per-length split table (bucket i: lengths nearest 2^i). */
+int splitkv_length_buckets(void);
+
+/* The same call with per-sequence split counts ("num_splits = auto"). num_splits is then the grid's
+ * upper bound. splits_per_sequence (device memory, [batch], may be NULL) gives explicit counts;
+ * otherwise splits_by_length (host memory, splitkv_length_buckets() entries in [1, 255]) maps each
+ * sequence's real length to its count on the device. */
+int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int num_heads, int num_kv_heads,
+                                          int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
+                                          int num_pages, int num_splits, float softmax_scale, const void* q,
+                                          const void* k, const void* v, const int32_t* cache_seqlens,
+                                          const int32_t* block_table, void* out, float* lse, void* workspace,
+                                          const unsigned char* splits_by_length,
+                                          const int32_t* splits_per_sequence, void* stream);
+
 /* Message of the last failed call on this thread ("" if none). */
 const char* splitkv_last_error(void);
 

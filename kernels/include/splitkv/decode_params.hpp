@@ -22,6 +22,16 @@ inline constexpr int kMaxSplits = 256;
 // Tokens one CTA consumes per pipeline step; splits are aligned to it.
 inline constexpr int kTokensPerTile = 64;
 
+// Per-sequence split counts chosen on the device ("num_splits = auto"). The host fills one split
+// count per length bucket for the batch's shape (from a tuned table, see heuristics/); each CTA
+// looks up its sequence's real length in it, so no length ever travels to the host and one
+// captured graph serves every length. Bucket i holds lengths nearest to 2^i on a log scale
+// (length_bucket in split_partition.hpp).
+struct SplitsByLength {
+  static constexpr int kBuckets = 24;  // lengths up to 2^23 tokens
+  unsigned char splits[kBuckets] = {};
+};
+
 // Layout of every tensor follows FlashAttention's decode API:
 //   q, out        [batch, num_heads, head_dim]                 (dense)
 //   contiguous k,v [batch, cache_capacity, num_kv_heads, head_dim]
@@ -42,7 +52,14 @@ struct DecodeParams {
   int page_size = 0;           // paged only
   int max_pages_per_seq = 0;   // paged only: block_table row length
   int num_pages = 0;           // paged only: pages in the pool (bounds-checked on host)
-  int num_splits = 1;          // 1..kMaxSplits; splits past a sequence's real work exit early
+  int num_splits = 1;          // 1..kMaxSplits; splits past a sequence's real work exit early.
+                               // With per_sequence_splits: the grid's upper bound (CUDA-graph cap).
+  bool per_sequence_splits = false;  // num_splits = auto: each sequence takes splits_by_length
+  SplitsByLength splits_by_length;   // entries in [1, 255], clamped to num_splits
+  // Optional device array [batch] of explicit per-sequence split counts, for schedules computed on
+  // the device by someone else (FA3's prepare kernel, say). Clamped to [1, num_splits]; takes
+  // precedence over splits_by_length.
+  const int32_t* splits_per_sequence = nullptr;
   float softmax_scale = 0.f;   // 0 means 1/sqrt(head_dim)
 
   const void* q = nullptr;

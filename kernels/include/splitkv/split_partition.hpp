@@ -43,4 +43,26 @@ SPLITKV_HOST_DEVICE SplitRange split_range(int seqlen, int num_splits, int split
   return {begin, end};
 }
 
+// Log-scale bucket of a length: the i whose 2^i is nearest to `length` (boundaries at the
+// geometric midpoints 2^(i+1/2)), clamped to [0, kBuckets). Shared by the device lookup and the
+// host code that fills SplitsByLength, so both agree on every boundary.
+SPLITKV_HOST_DEVICE int length_bucket(int length) {
+  if (length <= 1) return 0;
+  int floor_log2 = 0;
+  while ((1ll << (floor_log2 + 1)) <= length) ++floor_log2;
+  // length >= 2^(floor + 1/2)  <=>  length^2 >= 2^(2 floor + 1)
+  const long long squared = static_cast<long long>(length) * length;
+  const int bucket = squared >= (1ll << (2 * floor_log2 + 1)) ? floor_log2 + 1 : floor_log2;
+  return bucket < SplitsByLength::kBuckets ? bucket : SplitsByLength::kBuckets - 1;
+}
+
+// Split count a sequence runs with: the fixed count, or its bucket's entry under
+// per-sequence splits, never above the grid's bound.
+SPLITKV_HOST_DEVICE int sequence_splits(int seqlen, int grid_splits, bool per_sequence,
+                                        const unsigned char* splits_by_length) {
+  if (!per_sequence) return grid_splits;
+  const int chosen = splits_by_length[length_bucket(seqlen)];
+  return chosen < 1 ? 1 : (chosen > grid_splits ? grid_splits : chosen);
+}
+
 }  // namespace splitkv

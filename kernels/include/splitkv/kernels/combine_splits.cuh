@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   // still runs; this takes one memory round trip off the critical path.
   const int batch_index = static_cast<int>(head_row / args.num_heads);
   const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
-  const int live = active_splits(seqlen, args.num_splits);
+  const int live = active_splits(seqlen, splits_of_sequence(args, batch_index, seqlen));
   if (live <= 1) return;  // the split kernel wrote this row's final output itself
   wait_for_prerequisite_grids();  // the split kernel's partials are complete and visible after this
 

@@ -42,9 +42,20 @@ struct DecodeKernelArgs {
   int cache_capacity;  // contiguous: tokens per sequence; paged: pages * page_size
   int page_shift;      // log2(page_size), paged only
   int max_pages_per_seq;
-  int num_splits;
+  int num_splits;      // grid bound and partial-buffer stride
   float scale_log2;    // softmax_scale * log2(e): the kernel works in base 2
+  int per_sequence_splits;
+  SplitsByLength splits_by_length;
+  const int32_t* splits_per_sequence;
 };
+
+// Splits of this CTA's sequence: the fixed count, an explicit per-sequence count, or the tuned
+// per-length choice.
+__device__ __forceinline__ int splits_of_sequence(const DecodeKernelArgs& args, int batch_index, int seqlen) {
+  if (args.splits_per_sequence != nullptr)
+    return min(max(args.splits_per_sequence[batch_index], 1), args.num_splits);
+  return sequence_splits(seqlen, args.num_splits, args.per_sequence_splits != 0, args.splits_by_length.splits);
+}
 
 template <int kHeadDim>
 struct TileGeometry {
@@ -99,8 +110,9 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   const int batch_index = blockIdx.y / args.num_kv_heads;
   const int kv_head = blockIdx.y % args.num_kv_heads;
   const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
-  const int live_splits = active_splits(seqlen, args.num_splits);
-  const SplitRange range = split_range(seqlen, args.num_splits, split);
+  const int splits = splits_of_sequence(args, batch_index, seqlen);
+  const int live_splits = active_splits(seqlen, splits);
+  const SplitRange range = split_range(seqlen, splits, split);
   const bool writes_final_output = live_splits <= 1;
   // Empty splits leave nothing behind; the combine derives the same live count from seqlen.
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.

@@ -23,8 +23,9 @@ __global__ void __launch_bounds__(kThreadsPerCta) decode_unpacked_gqa_kernel(con
   const int head = blockIdx.y % args.num_heads;
   const int kv_head = head / args.group_size;
   const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
-  const SplitRange range = split_range(seqlen, args.num_splits, split);
-  const bool writes_final_output = active_splits(seqlen, args.num_splits) <= 1;
+  const int splits = splits_of_sequence(args, batch_index, seqlen);
+  const SplitRange range = split_range(seqlen, splits, split);
+  const bool writes_final_output = active_splits(seqlen, splits) <= 1;
   if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return;
 
   const int lane = threadIdx.x % 32;

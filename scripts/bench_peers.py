@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Side-by-side decode attention on one GPU: splitkv against PyTorch's SDPA backends (FlashAttention 2,
+cuDNN), FlexAttention decoding, and FlashAttention 2 varlen with a capacity-sized cache.
+
+Every contender is timed the same way, in the same process: R back-to-back calls captured in one CUDA
+graph, each call on its own K/V copy (working set >= 3x L2), median over replays of time / R, with
+p10/p90. splitkv runs through its C ABI (ctypes) on the same torch tensors, at its generated
+heuristic's choice and at the best split count. Each shape is checked against SDPA (math backend,
+fp32) before timing.
+
+    python3 scripts/bench_peers.py --lib build/kernels/libsplitkv_c.so \\
+        --heuristic-lib build/heuristics/libsplitkv_heuristics_c.so --out results/h200/peers.csv
+
+Writes the CSV, a JSON sidecar (<out>.json), a markdown table (<out>.md) and, where matplotlib is
+importable, a plot (<out>.png). Needs a CUDA GPU and torch; runs on the GPU machine.
+"""
+import argparse
+import csv
+import ctypes
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+SPLIT_CANDIDATES = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]
+
+
+class Shape:
+    def __init__(self, group, batch, num_heads, num_kv_heads, context_len, head_dim=128, capacity=None):
+        self.group = group
+        self.batch, self.num_heads, self.num_kv_heads = batch, num_heads, num_kv_heads
+        self.context_len, self.head_dim = context_len, head_dim
+        self.capacity = capacity or context_len
+
+    def kv_bytes(self):  # real K + V bytes, bf16
+        return 2 * self.batch * self.context_len * self.num_kv_heads * self.head_dim * 2
+
+    def label(self):
+        cap = "" if self.capacity == self.context_len else f" cap{self.capacity}"
+        return f"B{self.batch} {self.num_heads}/{self.num_kv_heads} d{self.head_dim} L{self.context_len}{cap}"
+
+
+def shapes():
+    out = []
+    anchors = [(1, 32, 8, 1024), (1, 32, 8, 4096), (1, 32, 8, 16384), (1, 32, 8, 65536), (1, 32, 32, 4096),
+               (1, 32, 32, 32768), (4, 32, 8, 2048), (4, 32, 8, 8192), (4, 32, 8, 32768), (8, 32, 8, 8192),
+               (16, 32, 8, 1024), (16, 32, 8, 4096), (16, 32, 8, 16384), (32, 32, 8, 2048), (64, 32, 8, 1024),
+               (64, 32, 8, 4096), (128, 32, 8, 2048), (16, 32, 32, 4096), (64, 32, 32, 2048)]
+    out += [Shape("anchors", *a) for a in anchors]
+    out += [Shape("head_dim", b, 32, 8, 8192, head_dim=d) for d in (64, 256) for b in (1, 16)]
+    out += [Shape("batch_sweep", b, 32, 8, 4096) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
+    out += [Shape("context_sweep", b, 32, 8, L) for b in (1, 8)
+            for L in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)]
+    out += [Shape("capacity", b, 32, 8, L, capacity=131072) for b in (1, 4, 16) for L in (512, 2048, 8192, 16384)]
+    return out
+
+
+class Buffers:
+    """`copies` K/V caches in splitkv's (and FlashAttention's) layout [B, cap, Hkv, D], plus q."""
+
+    def __init__(self, shape, l2_bytes, generator):
+        s = shape
+        per_copy = 2 * s.batch * s.capacity * s.num_kv_heads * s.head_dim * 2
+        real = max(1, s.kv_bytes())
+        self.copies = max(1, min(64, math.ceil(3 * l2_bytes / real)))
+        # Short contexts in big caches rotate inside one allocation's unused capacity.
+        per_alloc = max(1, s.capacity // s.context_len)
+        allocations = math.ceil(self.copies / per_alloc)
+        if allocations * per_copy > 60e9:
+            self.copies = max(1, int(60e9 // per_copy) * per_alloc)
+            allocations = math.ceil(self.copies / per_alloc)
+        kw = dict(device="cuda", dtype=torch.bfloat16)
+        self.k, self.v = [], []
+        for _ in range(allocations):
+            # One spare sequence of slack at the end, so a copy offset into the capacity can still be
+            # viewed as FlashAttention's varlen [batch * capacity, Hkv, D] tensor without going out of bounds.
+            k = torch.empty(s.batch + 1, s.capacity, s.num_kv_heads, s.head_dim, **kw).uniform_(-1, 1,
+                                                                                                 generator=generator)
+            v = torch.empty_like(k).uniform_(-1, 1, generator=generator)
+            k, v = k[:s.batch], v[:s.batch]
+            for c in range(per_alloc):
+                if len(self.k) == self.copies:
+                    break
+                self.k.append(k[:, c * s.context_len:(c + 1) * s.context_len] if per_alloc > 1 else k)
+                self.v.append(v[:, c * s.context_len:(c + 1) * s.context_len] if per_alloc > 1 else v)
+        # The peers' own layout [B, Hkv, L, D], contiguous, holding the same values: SDPA and Flex
+        # read what they would read in their own engines.
+        self.k_bhld = [k[:, :s.context_len].transpose(1, 2).contiguous() for k in self.k]
+        self.v_bhld = [v[:, :s.context_len].transpose(1, 2).contiguous() for v in self.v]
+        self.q = torch.empty(s.batch, s.num_heads, s.head_dim, **kw).uniform_(-1, 1, generator=generator)
+        self.out = torch.empty_like(self.q)
+        self.seqlens = torch.full((s.batch,), s.context_len, device="cuda", dtype=torch.int32)
+
+
+def time_graph(call, copies, replays=15):
+    """call(copy) enqueues one decode step on the current stream. Returns (median, p10, p90) µs/call."""
+    calls = max(copies, 8)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for c in range(min(copies, 3)):  # warm-up outside capture: lazy init, autotuning
+            call(c)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            call(i % copies)
+    graph.replay()
+    torch.cuda.synchronize()
+    samples = []
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(replays):
+        start.record()
+        graph.replay()
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop) * 1000.0 / calls)
+    samples.sort()
+    q = statistics.quantiles(samples, n=10, method="inclusive")
+    return statistics.median(samples), q[0], q[-1]
+
+
+class Splitkv:
+    def __init__(self, lib_path, heuristic_path):
+        self.lib = ctypes.CDLL(lib_path)
+        f = self.lib.splitkv_decode_attention
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_int] * 11 + [ctypes.c_float] + [ctypes.c_void_p] * 9
+        self.lib.splitkv_workspace_bytes.restype = ctypes.c_size_t
+        self.lib.splitkv_workspace_bytes.argtypes = [ctypes.c_int] * 4
+        self.lib.splitkv_last_error.restype = ctypes.c_char_p
+        self.heuristic = None
+        if heuristic_path:
+            self.heuristic = ctypes.CDLL(heuristic_path)
+            self.heuristic.splitkv_num_splits.restype = ctypes.c_int
+            self.heuristic.splitkv_num_splits.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 8
+        self.workspace = None
+
+    def choose(self, s, gpu_name, sm_count):
+        if self.heuristic is None:
+            return None
+        return self.heuristic.splitkv_num_splits(gpu_name.encode(), sm_count, s.batch, s.num_heads, s.num_kv_heads,
+                                                 s.head_dim, s.context_len, s.capacity, 0)
+
+    def caller(self, s, buffers, splits):
+        need = self.lib.splitkv_workspace_bytes(s.batch, s.num_heads, s.head_dim, splits)
+        if need and (self.workspace is None or self.workspace.numel() < need):
+            self.workspace = torch.empty(need, dtype=torch.uint8, device="cuda")
+        ws = self.workspace.data_ptr() if need else None
+        # A copy sliced out of a larger cache keeps the parent's per-sequence stride: the capacity.
+        capacity = buffers.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
+
+        def call(copy):
+            rc = self.lib.splitkv_decode_attention(
+                0, 0, s.batch, s.num_heads, s.num_kv_heads, s.head_dim, capacity, 0, 0, 0, splits, 0.0,
+                buffers.q.data_ptr(), buffers.k[copy].data_ptr(), buffers.v[copy].data_ptr(),
+                buffers.seqlens.data_ptr(), None, buffers.out.data_ptr(), None, ws,
+                torch.cuda.current_stream().cuda_stream)
+            if rc != 0:
+                raise RuntimeError(self.lib.splitkv_last_error().decode())
+        return call
+
+
+def sdpa_caller(s, buffers, backend):
+    from torch.nn.attention import sdpa_kernel
+    q = buffers.q.unsqueeze(2)  # [B, Hq, 1, D]
+
+    def call(copy):
+        k, v = buffers.k_bhld[copy], buffers.v_bhld[copy]
+        with sdpa_kernel([backend]):
+            F.scaled_dot_product_attention(q, k, v, enable_gqa=s.num_heads != s.num_kv_heads)
+    return call
+
+
+def fa2_varlen_caller(s, buffers, max_k):
+    """FlashAttention 2 varlen with seqused_k: K/V allocated at capacity, max_seqlen_k as given."""
+    q = buffers.q.reshape(s.batch, s.num_heads, s.head_dim)  # one query token per sequence
+    cu_q = torch.arange(0, s.batch + 1, device="cuda", dtype=torch.int32)
+    cap = buffers.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
+    cu_k = torch.arange(0, s.batch + 1, device="cuda", dtype=torch.int32) * cap
+
+    def call(copy):
+        k = buffers.k[copy].as_strided((s.batch * cap, s.num_kv_heads, s.head_dim),
+                                       (s.num_kv_heads * s.head_dim, s.head_dim, 1))
+        v = buffers.v[copy].as_strided((s.batch * cap, s.num_kv_heads, s.head_dim),
+                                       (s.num_kv_heads * s.head_dim, s.head_dim, 1))
+        torch.ops.aten._flash_attention_forward(q, k, v, cu_q, cu_k, 1, max_k, 0.0, False, False,
+                                                seqused_k=buffers.seqlens)
+    return call
+
+
+_flex = {}
+
+
+def flex_caller(s, buffers):
+    from torch.nn.attention.flex_attention import flex_attention
+    if "fn" not in _flex:
+        _flex["fn"] = torch.compile(flex_attention, dynamic=False)
+    q = buffers.q.unsqueeze(2)
+
+    def call(copy):
+        k, v = buffers.k_bhld[copy], buffers.v_bhld[copy]
+        _flex["fn"](q, k, v, enable_gqa=s.num_heads != s.num_kv_heads)
+    return call
+
+
+def reference(s, buffers):
+    """fp32 attention per kv group (no repeat_interleave: B=256 would need tens of GB)."""
+    g = s.num_heads // s.num_kv_heads
+    q = buffers.q.float().view(s.batch, s.num_kv_heads, g, s.head_dim)
+    k = buffers.k_bhld[0].float()
+    v = buffers.v_bhld[0].float()
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(s.head_dim)  # [B, Hkv, G, L]
+    return torch.matmul(torch.softmax(scores, dim=-1), v).reshape(s.batch, s.num_heads, s.head_dim)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lib", required=True, help="path to libsplitkv_c.so")
+    parser.add_argument("--heuristic-lib", help="path to libsplitkv_heuristics_c.so (ours at the table's choice)")
+    parser.add_argument("--out", required=True, help="CSV to write; .json/.md/.png are written beside it")
+    parser.add_argument("--groups", default="anchors,head_dim,batch_sweep,context_sweep,capacity",
+                        help="comma-separated shape groups to run")
+    parser.add_argument("--flex-groups", default="anchors", help="groups on which FlexAttention also runs (it "
+                        "compiles per shape, so the default keeps it to the anchors)")
+    parser.add_argument("--git-sha", default=os.environ.get("SPLITKV_GIT_SHA", "unknown"))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench_peers.py: no CUDA device")
+
+    props = torch.cuda.get_device_properties(0)
+    gpu, sms, l2 = props.name, props.multi_processor_count, props.L2_cache_size
+    ours = Splitkv(args.lib, args.heuristic_lib)
+    from torch.nn.attention import SDPBackend
+    groups = set(args.groups.split(","))
+    flex_groups = set(args.flex_groups.split(",")) if args.flex_groups else set()
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    rows = []
+    fields = ["gpu", "group", "batch", "num_heads", "num_kv_heads", "head_dim", "context_len", "cache_capacity",
+              "contender", "num_splits", "time_us_median", "time_us_p10", "time_us_p90", "kv_bytes", "tbps",
+              "max_abs_error", "status", "message"]
+    with open(args.out, "w", newline="") as out_file:
+        writer = csv.DictWriter(out_file, fieldnames=fields)
+        writer.writeheader()
+        for s in shapes():
+            if s.group not in groups:
+                continue
+            torch.cuda.empty_cache()
+            buffers = Buffers(s, l2, generator)
+            ref = reference(s, buffers)
+
+            def record(contender, fn, splits="", check=None):
+                row = dict(gpu=gpu, group=s.group, batch=s.batch, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads,
+                           head_dim=s.head_dim, context_len=s.context_len, cache_capacity=s.capacity,
+                           contender=contender, num_splits=splits, kv_bytes=s.kv_bytes(), status="ok", message="")
+                try:
+                    if check is not None:
+                        fn(0)
+                        torch.cuda.synchronize()
+                        err = (check().float() - ref).abs().max().item()
+                        row["max_abs_error"] = f"{err:.3e}"
+                        if not err < 2e-2:
+                            row["status"], row["message"] = "wrong", f"max abs error {err:.3e} vs fp32 SDPA"
+                    med, p10, p90 = time_graph(fn, buffers.copies)
+                    row.update(time_us_median=f"{med:.3f}", time_us_p10=f"{p10:.3f}", time_us_p90=f"{p90:.3f}",
+                               tbps=f"{s.kv_bytes() / med / 1e6:.4f}")
+                except Exception as e:  # a contender that cannot run a shape is recorded, not fatal
+                    row["status"], row["message"] = "error", f"{type(e).__name__}: {e}".replace("\n", " ")[:300]
+                    torch.cuda.synchronize()
+                writer.writerow(row)
+                out_file.flush()
+                rows.append(row)
+                return row
+
+            tiles = math.ceil(s.context_len / 64)
+            best = None
+            for splits in [c for c in SPLIT_CANDIDATES if c <= max(1, tiles)]:
+                row = record("splitkv_split_search", ours.caller(s, buffers, splits), splits, lambda: buffers.out)
+                if row["status"] == "ok" and (best is None or float(row["time_us_median"]) < float(best["time_us_median"])):
+                    best = row
+            if best is not None:
+                rows.append(dict(best, contender="splitkv_best"))
+                writer.writerow(rows[-1])
+            choice = ours.choose(s, gpu, sms)
+            if choice is not None:
+                record("splitkv_heuristic", ours.caller(s, buffers, choice), choice, lambda: buffers.out)
+            if s.capacity == s.context_len:
+                record("sdpa_flash", sdpa_caller(s, buffers, SDPBackend.FLASH_ATTENTION))
+                record("sdpa_cudnn", sdpa_caller(s, buffers, SDPBackend.CUDNN_ATTENTION))
+                if s.group in flex_groups:
+                    record("flex_attention", flex_caller(s, buffers))
+            record("fa2_varlen_maxk_real", fa2_varlen_caller(s, buffers, s.context_len))
+            if s.capacity != s.context_len:
+                record("fa2_varlen_maxk_capacity", fa2_varlen_caller(s, buffers, s.capacity))
+            summary = {r["contender"]: r.get("time_us_median", "-") for r in rows if r.get("batch") == s.batch
+                       and r.get("context_len") == s.context_len and r.get("head_dim") == s.head_dim
+                       and r.get("num_kv_heads") == s.num_kv_heads and r.get("cache_capacity") == s.capacity
+                       and r["contender"] != "splitkv_split_search"}
+            print(f"{s.group:13s} {s.label():32s} " + " ".join(f"{k}={v}" for k, v in summary.items()), flush=True)
+            del buffers
+
+    sidecar = dict(schema="splitkv-peers-sidecar/1", gpu=gpu, sm_count=sms, l2_bytes=l2, torch=torch.__version__,
+                   cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(), git_sha=args.git_sha,
+                   host=platform.node(), started_at=started,
+                   finished_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   protocol="CUDA graph of max(copies, 8) back-to-back calls over rotating K/V copies "
+                            "(working set >= 3x L2, at most 64 copies), 15 replays, median/p10/p90 of time per call",
+                   command=" ".join(sys.argv))
+    try:
+        sidecar["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                           capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
+        json.dump(sidecar, f, indent=2, sort_keys=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
