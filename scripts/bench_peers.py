@@ -138,11 +138,22 @@ class Splitkv:
         self.lib.splitkv_workspace_bytes.restype = ctypes.c_size_t
         self.lib.splitkv_workspace_bytes.argtypes = [ctypes.c_int] * 4
         self.lib.splitkv_last_error.restype = ctypes.c_char_p
+        f = self.lib.splitkv_decode_attention_per_sequence
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_int] * 11 + [ctypes.c_float] + [ctypes.c_void_p] * 11
+        self.buckets = self.lib.splitkv_length_buckets()
         self.heuristic = None
         if heuristic_path:
-            self.heuristic = ctypes.CDLL(heuristic_path)
-            self.heuristic.splitkv_num_splits.restype = ctypes.c_int
-            self.heuristic.splitkv_num_splits.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 8
+            h = self.heuristic = ctypes.CDLL(heuristic_path)
+            h.splitkv_num_splits.restype = ctypes.c_int
+            h.splitkv_num_splits.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 8
+            h.splitkv_splits_by_length.restype = ctypes.c_int
+            h.splitkv_splits_by_length.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p,
+                                                                                             ctypes.c_int]
+            h.splitkv_fa2_num_splits.restype = ctypes.c_int
+            h.splitkv_fa2_num_splits.argtypes = [ctypes.c_int] * 6
+            h.splitkv_fa2_splits_with_work.restype = ctypes.c_int
+            h.splitkv_fa2_splits_with_work.argtypes = [ctypes.c_int] * 3
         self.workspace = None
 
     def choose(self, s, gpu_name, sm_count):
@@ -151,10 +162,38 @@ class Splitkv:
         return self.heuristic.splitkv_num_splits(gpu_name.encode(), sm_count, s.batch, s.num_heads, s.num_kv_heads,
                                                  s.head_dim, s.context_len, s.capacity, 0)
 
-    def caller(self, s, buffers, splits):
+    def fa2_capacity_choice(self, s, sm_count):
+        """FA2's split count from the capacity, and the splits of it that hold real tokens."""
+        chosen = self.heuristic.splitkv_fa2_num_splits(s.batch, s.num_heads, s.num_kv_heads, s.head_dim,
+                                                       s.capacity, sm_count)
+        return chosen, self.heuristic.splitkv_fa2_splits_with_work(s.capacity, s.context_len, chosen)
+
+    def auto_caller(self, s, buffers, gpu_name, sm_count, bound=128):
+        """num_splits = auto: the table's per-length choice, looked up on the device per sequence."""
+        table = (ctypes.c_ubyte * self.buckets)()
+        self.heuristic.splitkv_splits_by_length(gpu_name.encode(), sm_count, s.batch, s.num_heads, s.num_kv_heads,
+                                                s.head_dim, 0, table, self.buckets)
+        self._ensure_workspace(s, bound)
+        capacity = buffers.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
+
+        def call(copy):
+            rc = self.lib.splitkv_decode_attention_per_sequence(
+                0, 0, s.batch, s.num_heads, s.num_kv_heads, s.head_dim, capacity, 0, 0, 0, bound, 0.0,
+                buffers.q.data_ptr(), buffers.k[copy].data_ptr(), buffers.v[copy].data_ptr(),
+                buffers.seqlens.data_ptr(), None, buffers.out.data_ptr(), None, self.workspace.data_ptr(),
+                ctypes.cast(table, ctypes.c_void_p), None, torch.cuda.current_stream().cuda_stream)
+            if rc != 0:
+                raise RuntimeError(self.lib.splitkv_last_error().decode())
+        return call
+
+    def _ensure_workspace(self, s, splits):
         need = self.lib.splitkv_workspace_bytes(s.batch, s.num_heads, s.head_dim, splits)
         if need and (self.workspace is None or self.workspace.numel() < need):
             self.workspace = torch.empty(need, dtype=torch.uint8, device="cuda")
+        return need
+
+    def caller(self, s, buffers, splits):
+        need = self._ensure_workspace(s, splits)
         ws = self.workspace.data_ptr() if need else None
         # A copy sliced out of a larger cache keeps the parent's per-sequence stride: the capacity.
         capacity = buffers.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
@@ -240,11 +279,20 @@ def main():
     props = torch.cuda.get_device_properties(0)
     gpu, sms, l2 = props.name, props.multi_processor_count, props.L2_cache_size
     ours = Splitkv(args.lib, args.heuristic_lib)
-    from torch.nn.attention import SDPBackend
     groups = set(args.groups.split(","))
     flex_groups = set(args.flex_groups.split(",")) if args.flex_groups else set()
     generator = torch.Generator(device="cuda").manual_seed(0)
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    state = "complete"
+    try:
+        run_shapes(args, gpu, sms, l2, ours, groups, flex_groups, generator)
+    except KeyboardInterrupt:  # a deadline's SIGINT: every row so far is already on disk
+        state = "interrupted"
+    write_sidecar(args, gpu, sms, l2, started, state)
+
+
+def run_shapes(args, gpu, sms, l2, ours, groups, flex_groups, generator):
+    from torch.nn.attention import SDPBackend
     rows = []
     fields = ["gpu", "group", "batch", "num_heads", "num_kv_heads", "head_dim", "context_len", "cache_capacity",
               "contender", "num_splits", "time_us_median", "time_us_p10", "time_us_p90", "kv_bytes", "tbps",
@@ -294,6 +342,10 @@ def main():
             choice = ours.choose(s, gpu, sms)
             if choice is not None:
                 record("splitkv_heuristic", ours.caller(s, buffers, choice), choice, lambda: buffers.out)
+                record("splitkv_auto", ours.auto_caller(s, buffers, gpu, sms), "auto", lambda: buffers.out)
+                fa2_choice, with_work = ours.fa2_capacity_choice(s, sms)
+                record("splitkv_at_fa2_capacity_choice", ours.caller(s, buffers, with_work), with_work,
+                       lambda: buffers.out)
             if s.capacity == s.context_len:
                 record("sdpa_flash", sdpa_caller(s, buffers, SDPBackend.FLASH_ATTENTION))
                 record("sdpa_cudnn", sdpa_caller(s, buffers, SDPBackend.CUDNN_ATTENTION))
@@ -307,9 +359,11 @@ def main():
                        and r.get("num_kv_heads") == s.num_kv_heads and r.get("cache_capacity") == s.capacity
                        and r["contender"] != "splitkv_split_search"}
             print(f"{s.group:13s} {s.label():32s} " + " ".join(f"{k}={v}" for k, v in summary.items()), flush=True)
-            del buffers
+            buffers = None  # free the copies before the next shape allocates
 
-    sidecar = dict(schema="splitkv-peers-sidecar/1", gpu=gpu, sm_count=sms, l2_bytes=l2, torch=torch.__version__,
+
+def write_sidecar(args, gpu, sms, l2, started, state):
+    sidecar = dict(state=state, schema="splitkv-peers-sidecar/1", gpu=gpu, sm_count=sms, l2_bytes=l2, torch=torch.__version__,
                    cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(), git_sha=args.git_sha,
                    host=platform.node(), started_at=started,
                    finished_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

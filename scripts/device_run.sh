@@ -2,17 +2,25 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [build] [tests] [sanitize] [bench] [sweep] [all]    (default: all)
+#   scripts/device_run.sh [tests] [sanitize] [bench] [sweep] [fit] [peers] [all]    (default: all)
 #
-# Extra arguments for the bench can be passed in SPLITKV_BENCH_ARGS. The sweep step runs
-# sweeps/quick.json (both kernels, exhaustive and pruned), sweeps/validation.json, then
-# sweeps/full.json until SPLITKV_DEADLINE seconds into the script (default 540), resuming results/h200/full.csv
-# when it exists; it leaves everything in $OUT/results_h200.tgz. The device copy has no .git, so
-# pass the commit as SPLITKV_GIT_SHA for the sidecars.
+# Extra arguments for the bench go in SPLITKV_BENCH_ARGS. The sweep step runs sweeps/quick.json
+# twice (quick_a, quick_b: run-to-run stability) and sweeps/full.json until SPLITKV_FULL_DEADLINE
+# seconds into the script (default 420; it stops cleanly and can be resumed). fit regenerates the
+# header from results/h200/full.csv; peers runs scripts/bench_peers.py until SPLITKV_DEADLINE
+# (default 560). results/h200 and heuristics/generated come back as $OUT/results_h200.tgz. The
+# device copy has no .git: pass the commit as SPLITKV_GIT_SHA for the sidecars.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
+LOG=$OUT/logs   # packed into $OUT/logs.tgz at exit: the device tool returns at most 8 files
+mkdir -p "$OUT" "$LOG"
+# Outputs that must come back even if a later step fails or the call runs out of time.
+pack_results() {
+  tar czf "$OUT/results_h200.tgz" results/h200 heuristics/generated 2>/dev/null
+  tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOG"
+}
+trap pack_results EXIT
 steps=" ${*:-all} "
 wants() { [[ "$steps" == *" all "* || "$steps" == *" $1 "* ]]; }
 status=0
@@ -20,22 +28,23 @@ section() { printf '\n=== %s (%s) ===\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 section "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
-  --format=csv | tee "$OUT/nvidia_smi.csv"
+  --format=csv | tee "$LOG/nvidia_smi.csv"
 nvcc --version | tail -1
 
 section "build"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITKV_CUDA_ARCHITECTURES=90a \
-  >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
-targets="splitkv_gpu_tests decode_kernel_bench splitkv_c splitkv ${SPLITKV_EXTRA_TARGETS:-}"
-if ! cmake --build build-device -j "$(nproc)" --target $targets >"$OUT/build.log" 2>&1; then
-  grep -E "error|Error" -A3 "$OUT/build.log" | head -60
+  >"$LOG/configure.log" 2>&1 || { tail -40 "$LOG/configure.log"; exit 1; }
+targets="splitkv_gpu_tests splitkv_c splitkv splitkv_heuristics_c ${SPLITKV_EXTRA_TARGETS:-}"
+wants bench && targets="$targets decode_kernel_bench"
+if ! cmake --build build-device -j "$(nproc)" --target $targets >"$LOG/build.log" 2>&1; then
+  grep -E "error|Error" -A3 "$LOG/build.log" | head -60
   exit 1
 fi
-grep -E "spill|stack frame" "$OUT/build.log" | sort | uniq -c | head -5
+grep -E "spill|stack frame" "$LOG/build.log" | sort | uniq -c | head -5
 
 if wants tests; then
   section "gpu tests"
-  build-device/tests/splitkv_gpu_tests 2>&1 | tee "$OUT/gpu_tests.log" | grep -E "^\[ (randomized|  PASSED|  FAILED|  SKIPPED) |FAILED|Failure|error" | head -40
+  build-device/tests/splitkv_gpu_tests 2>&1 | tee "$LOG/gpu_tests.log" | grep -E "^\[ (randomized|  PASSED|  FAILED|  SKIPPED) |FAILED|Failure|error" | head -40
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 
@@ -43,54 +52,63 @@ if wants sanitize; then
   for tool in memcheck racecheck; do
     section "compute-sanitizer $tool"
     compute-sanitizer --tool "$tool" --error-exitcode 9 build-device/tests/splitkv_gpu_tests \
-      --gtest_filter='DecodeAttentionGpu.SanitizerSubset:DecodeAttentionGpu.EdgeLengths' >"$OUT/sanitizer_$tool.log" 2>&1
+      --gtest_filter="DecodeAttentionGpu.SanitizerSubset:DecodeAttentionGpu.EdgeLengths$([[ $tool == memcheck ]] && echo ':DecodeAttentionGpu.PerSequenceSplitsOnTheDevice')" >"$LOG/sanitizer_$tool.log" 2>&1
     rc=$?
-    tail -3 "$OUT/sanitizer_$tool.log"
+    tail -3 "$LOG/sanitizer_$tool.log"
     [[ $rc -eq 0 ]] || { echo "compute-sanitizer $tool: exit $rc"; status=1; }
   done
 fi
 
 if wants bench; then
   section "kernel bench (CUDA graphs, rotating buffers)"
-  build-device/tuner/decode_kernel_bench tuner/bench/h200_peer_anchors.csv --out "$OUT/decode_kernel_bench.csv" \
-    ${SPLITKV_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+  build-device/tuner/decode_kernel_bench tuner/bench/h200_peer_anchors.csv --out "$LOG/decode_kernel_bench.csv" \
+    ${SPLITKV_BENCH_ARGS:-} 2>&1 | tee "$LOG/bench.log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
+deadline=${SPLITKV_DEADLINE:-560}   # seconds into this script by which everything must be done
+
 if wants sweep; then
   section "sweeps"
-  sweep_dir=build-device/results/h200
-  rm -rf "$sweep_dir" && mkdir -p "$sweep_dir"
+  mkdir -p results/h200
   splitkv=build-device/cli/splitkv
-  $splitkv devices | tee "$OUT/devices.txt"
+  $splitkv devices | tee "$LOG/devices.txt"
   run_sweep() {  # name, then sweep arguments; a failing sweep is reported, the others still run
     local name=$1
     shift
     local start=$SECONDS
-    "$splitkv" sweep --out "$sweep_dir/$name.csv" "$@" 2>"$sweep_dir/$name.log"
+    rm -f "results/h200/$name.csv" "results/h200/$name.json"
+    "$splitkv" sweep --out "results/h200/$name.csv" "$@" 2>"$LOG/sweep_$name.log"
     local rc=$?
-    printf '%-16s exit %3d  %4ds  %s\n' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$sweep_dir/$name.log")"
+    printf '%-16s exit %3d  %4ds  %s\n' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$LOG/sweep_$name.log")"
   }
-  run_sweep quick --grid sweeps/quick.json --kernel splitkv,unpacked_gqa
-  run_sweep quick_pruned --grid sweeps/quick.json --search pruned
-  run_sweep validation --grid sweeps/validation.json --search pruned
-  if [[ -f results/h200/full.csv ]]; then
-    cp results/h200/full.csv results/h200/full.json "$sweep_dir/" 2>/dev/null
-    full_args=(--resume)
-  else
-    full_args=()
-  fi
+  # Stability: the quick grid twice in one call.
+  run_sweep quick_a --grid sweeps/quick.json
+  run_sweep quick_b --grid sweeps/quick.json
   # SIGINT is the sweep's own "stop after this point, keep every row" signal.
-  run_sweep full --grid sweeps/full.json --search pruned "${full_args[@]}" &
-  full_pid=$!
-  # Stop the full sweep so the whole script ends by SPLITKV_DEADLINE seconds (the device call's limit).
-  full_seconds=$(( ${SPLITKV_DEADLINE:-540} - SECONDS ))
+  full_seconds=$(( ${SPLITKV_FULL_DEADLINE:-420} - SECONDS ))
   (( full_seconds > 10 )) || full_seconds=10
   echo "full sweep: at most ${full_seconds}s"
   ( sleep "$full_seconds"; pkill -INT -f "sweeps/full.json" ) &
   watchdog=$!
-  wait $full_pid
+  run_sweep full --grid sweeps/full.json
   kill $watchdog 2>/dev/null
-  tar czf "$OUT/results_h200.tgz" -C build-device/results h200
-  ls -la "$sweep_dir"
+fi
+
+if wants fit; then
+  section "fit (CPU) and the heuristics C ABI"
+  build-device/cli/splitkv fit results/h200/full.csv --out heuristics/generated/num_splits_h200.hpp \
+    --report results/h200/report/ 2>&1 | tail -5
+  cmake --build build-device --target splitkv_heuristics_c >>"$LOG/build.log" 2>&1 || echo "heuristics C ABI build failed"
+fi
+
+if wants peers; then
+  section "peers (scripts/bench_peers.py)"
+  peers_seconds=$(( deadline - SECONDS ))
+  (( peers_seconds > 20 )) || peers_seconds=20
+  echo "peers: at most ${peers_seconds}s"
+  PYTHONUNBUFFERED=1 timeout -s INT "$peers_seconds" python3 scripts/bench_peers.py \
+    --lib build-device/kernels/libsplitkv_c.so --heuristic-lib build-device/heuristics/libsplitkv_heuristics_c.so \
+    --out results/h200/peers.csv --groups "${SPLITKV_PEER_GROUPS:-anchors,capacity,head_dim,batch_sweep,context_sweep}" \
+    --flex-groups "${SPLITKV_FLEX_GROUPS:-}" 2>&1 | tee "$LOG/peers.log" | cut -c1-220
 fi
 exit $status

@@ -18,6 +18,10 @@ packages=(
   libgtest-dev
   python3-matplotlib
   python3-numpy
+  # fuzz/ (libFuzzer) needs clang and its runtime; libclang-rt-14-dev is only recommended by
+  # clang on Debian 12, so it is listed by name.
+  clang
+  libclang-rt-14-dev
 )
 
 say() { echo "install_deps: $*"; }
@@ -35,6 +39,10 @@ installed_elsewhere() {
     ninja-build) command -v ninja >/dev/null 2>&1 ;;
     python3-numpy) python3 -c 'import numpy' >/dev/null 2>&1 ;;
     python3-matplotlib) python3 -c 'import matplotlib' >/dev/null 2>&1 ;;
+    clang) command -v clang++ >/dev/null 2>&1 ;;
+    libclang-rt-14-dev)
+      command -v clang >/dev/null 2>&1 &&
+        ls "$(clang -print-runtime-dir 2>/dev/null)"/libclang_rt.fuzzer*.a >/dev/null 2>&1 ;;
     *) return 1 ;;
   esac
 }

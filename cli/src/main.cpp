@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include "devices_command.hpp"
+#include "evaluate_command.hpp"
+#include "fit_command.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/sidecar.hpp"
 #include "sweep_command.hpp"
@@ -52,6 +54,11 @@ int main(int argc, char** argv) {
   CLI::App* devices =
       app.add_subcommand("devices", "Print the facts a sweep records about each visible GPU.");
 
+  splitkv::cli::FitCommandOptions fit_options;
+  CLI::App* fit = splitkv::cli::add_fit_command(app, fit_options);
+  splitkv::cli::EvaluateCommandOptions evaluate_options;
+  CLI::App* evaluate = splitkv::cli::add_evaluate_command(app, evaluate_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& error) {
@@ -67,5 +74,7 @@ int main(int argc, char** argv) {
 
   if (sweep->parsed()) return splitkv::cli::run_sweep_command(sweep_options, std::cout, std::cerr);
   if (devices->parsed()) return splitkv::cli::run_devices_command(std::cout, std::cerr);
+  if (fit->parsed()) return splitkv::cli::run_fit_command(fit_options, std::cout, std::cerr);
+  if (evaluate->parsed()) return splitkv::cli::run_evaluate_command(evaluate_options, std::cout, std::cerr);
   return 2;
 }

@@ -42,18 +42,68 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The output must go into an existing folder, and never over measured data without
-// --resume. Returns what the file already holds.
-ResultsCsv check_output(const std::string& out_path, bool resume) {
+// Whether two paths name one file; paths that do not exist yet compare by their
+// normalized form.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code error;
+  if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error) && !error;
+  const fs::path left = fs::weakly_canonical(a, error);
+  if (error) return false;
+  const fs::path right = fs::weakly_canonical(b, error);
+  return !error && left == right;
+}
+
+// What a resume would refuse once the device is up, checked before it is: mixed rows in
+// the CSV, an unreadable sidecar, another grid or another shard.
+void check_resumable(const std::string& out_path, const ResultsCsv& contents,
+                     const std::string& grid_path, const ShardSpec& shard) {
+  check_results_consistency(contents, out_path);
+  const std::string sidecar_path = sidecar_path_for(out_path);
+  std::error_code error;
+  if (!fs::exists(sidecar_path, error)) return;
+  const Sidecar previous = read_sidecar(sidecar_path);
+  const std::string grid_sha = sha256_file_hex(grid_path);
+  if (!previous.grid_sha256.empty() && previous.grid_sha256 != grid_sha) {
+    throw InputError(fmt::format(
+        "{}: grid.sha256: {} differs from {} ({} now): the grid changed since this CSV was "
+        "started; resuming would mix grids, so write to a new --out",
+        sidecar_path, previous.grid_sha256.substr(0, 12), grid_path, grid_sha.substr(0, 12)));
+  }
+  if (previous.shard != shard.to_string()) {
+    throw InputError(fmt::format("{}: shard: this CSV holds shard {}, not {}; resume it with "
+                                 "--shard {} or write to a new --out",
+                                 sidecar_path, previous.shard, shard.to_string(), previous.shard));
+  }
+}
+
+// The output must go into an existing folder, never over the grid, and never over measured
+// data without --resume. Returns what the file already holds.
+ResultsCsv check_output(const std::string& out_path, bool resume, const std::string& grid_path,
+                        const ShardSpec& shard) {
   const fs::path path(out_path);
   const fs::path parent = path.parent_path();
   std::error_code error;
   if (!parent.empty() && !fs::is_directory(parent, error)) {
+    if (fs::exists(parent, error)) {
+      throw InputError(fmt::format("--out {}: {} is a file, not a folder", out_path, parent.string()));
+    }
     throw InputError(fmt::format("--out {}: folder {} does not exist; create it first", out_path,
                                  parent.string()));
   }
   if (fs::is_directory(path, error)) {
     throw InputError(fmt::format("--out {}: is a folder; give a CSV file path", out_path));
+  }
+  // Reading a FIFO or a device would block or never end.
+  if (fs::exists(path, error) && !fs::is_regular_file(path, error)) {
+    throw InputError(fmt::format("--out {}: is not a regular file", out_path));
+  }
+  if (same_file(out_path, grid_path)) {
+    throw InputError(fmt::format("--out {}: is the grid file; give a CSV path", out_path));
+  }
+  if (same_file(sidecar_path_for(out_path), grid_path)) {
+    throw InputError(fmt::format("--out {}: its sidecar {} would overwrite the grid file {}; "
+                                 "choose another --out",
+                                 out_path, sidecar_path_for(out_path), grid_path));
   }
   ResultsCsv contents = read_results_csv(out_path);
   if (has_measured_data(contents) && !resume) {
@@ -61,6 +111,7 @@ ResultsCsv check_output(const std::string& out_path, bool resume) {
                                  "continue that sweep, or choose another --out",
                                  out_path, contents.rows.size() + (contents.torn ? 1 : 0)));
   }
+  if (resume) check_resumable(out_path, contents, grid_path, shard);
   return contents;
 }
 
@@ -108,7 +159,9 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
   if (options.device < 0) throw InputError(fmt::format("--device {}: must be >= 0", options.device));
 
   std::optional<ResultsCsv> existing;
-  if (!options.out_path.empty()) existing = check_output(options.out_path, options.resume);
+  if (!options.out_path.empty()) {
+    existing = check_output(options.out_path, options.resume, options.grid_path, shard);
+  }
 
   const SweepPlan whole = expand_grid(grid);
   const SweepPlan selected = select_shard(whole, shard);
@@ -184,6 +237,11 @@ int run_sweep_command(const SweepCommandOptions& options, std::ostream& out, std
     err << "splitkv sweep: " << error.what() << "\n";
   } catch (const std::invalid_argument& error) {
     err << "splitkv sweep: --kernel: " << error.what() << "\n";
+  } catch (const std::exception& error) {
+    // Not an input problem we know how to name (an I/O failure, out of memory): say so and
+    // exit 1 rather than let std::terminate abort with a core dump.
+    err << "splitkv sweep: error: " << error.what() << "\n";
+    return kExitFailed;
   }
   return kExitBadInput;
 }

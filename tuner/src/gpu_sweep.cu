@@ -165,14 +165,18 @@ TimingResult time_point_with_benchmark(KernelUnderTest& kernel, const SweepPoint
     return TimingResult::failure(PointStatus::launch_failed, failure);
   }
 
-  // Replays per repetition: enough that one repetition lasts at least min_time_s.
-  double probe_us = 0;
-  if (!(failure = timer.timed_replay(&probe_us)).empty()) {
-    stop_if_sticky();
-    return TimingResult::failure(PointStatus::launch_failed, failure);
+  // Replays per repetition: enough that one repetition lasts at least min_time_s (a probe replay
+  // measures one; with min_time_s = 0 every repetition is a single replay and no probe is spent).
+  int replays = 1;
+  if (protocol.min_time_s > 0) {
+    double probe_us = 0;
+    if (!(failure = timer.timed_replay(&probe_us)).empty()) {
+      stop_if_sticky();
+      return TimingResult::failure(PointStatus::launch_failed, failure);
+    }
+    const double replay_s = probe_us * timer.calls() * 1e-6;
+    replays = std::max(1, static_cast<int>(std::ceil(protocol.min_time_s / std::max(replay_s, 1e-9))));
   }
-  const double replay_s = probe_us * timer.calls() * 1e-6;
-  const int replays = std::max(1, static_cast<int>(std::ceil(protocol.min_time_s / std::max(replay_s, 1e-9))));
 
   bool slowed = false;
   void* nvml_device = nvml().device(device_index);

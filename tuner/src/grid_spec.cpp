@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -22,6 +23,12 @@ constexpr int kMaxGroupSize = 16;
 constexpr int kMinPageSize = 16;
 constexpr int kMaxPageSize = 256;
 constexpr double kMaxCapacityMultiple = 1024;
+// Token counts stay well inside int, so ceil_div(tokens, 256) and friends cannot overflow.
+constexpr int kMaxTokens = 1 << 30;
+// No device holds more; it also keeps byte counts (and sums of them) far from int64 limits.
+constexpr double kMaxMemoryBudgetGb = 10000;
+// One shape's bytes (KV cache at capacity) must stay countable in int64 with room to spare.
+constexpr long double kMaxShapeBytes = 1ull << 60;
 
 const std::vector<std::string> kAxisKeys = {"layouts",     "dtypes",       "batch",
                                             "heads",       "head_dim",     "context_len",
@@ -149,6 +156,10 @@ class GridParser {
     if (!(grid.memory_budget_gb > 0)) {
       fail("memory_budget_gb", fmt::format("must be > 0, got {}", grid.memory_budget_gb));
     }
+    if (!(grid.memory_budget_gb <= kMaxMemoryBudgetGb)) {
+      fail("memory_budget_gb", fmt::format("{} is more than any device holds (at most {} GB)",
+                                           grid.memory_budget_gb, kMaxMemoryBudgetGb));
+    }
     grid.protocol = parse_protocol(require(root, "", "protocol"), "protocol");
 
     const GridBlock defaults = parse_axes(root, "");
@@ -273,7 +284,7 @@ class GridParser {
     if (object.contains("head_dim")) block.head_dim = parse_head_dims(object.at("head_dim"), child(path, "head_dim"));
     if (object.contains("context_len")) {
       block.context_len = parse_int_axis(object.at("context_len"), child(path, "context_len"), 1,
-                                         std::numeric_limits<int>::max());
+                                         kMaxTokens);
     }
     if (object.contains("cache_capacity")) {
       block.cache_capacity = parse_capacities(object.at("cache_capacity"), child(path, "cache_capacity"));
@@ -329,12 +340,32 @@ class GridParser {
                            "capacity equal to each context",
                            tokens, context, element(block.context_len.path, l)));
         }
-        if (tokens > std::numeric_limits<int>::max()) {
-          fail(capacity_path, fmt::format("{} x context_len {} ({}) overflows 32-bit token counts",
+        if (tokens > kMaxTokens) {
+          fail(capacity_path, fmt::format("{} x context_len {} ({}) is {} tokens, more than the "
+                                          "limit of {}",
                                           capacity.spelling, context,
-                                          element(block.context_len.path, l)));
+                                          element(block.context_len.path, l), tokens, kMaxTokens));
         }
       }
+    }
+    // The block is a full product, so its largest KV cache is a real point of it. Byte
+    // counts of points are int64; refuse shapes no device could hold long before they wrap.
+    long double batch = 0, capacity = 0, kv_heads = 0, head_dim = 0;
+    for (int value : block.batch.values) batch = std::max<long double>(batch, value);
+    for (const CapacityChoice& choice : block.cache_capacity.values) {
+      for (int context : block.context_len.values) {
+        capacity = std::max<long double>(capacity, choice.resolve(context));
+      }
+    }
+    for (const HeadConfig& heads : block.heads.values) kv_heads = std::max<long double>(kv_heads, heads.num_kv_heads);
+    for (int value : block.head_dim.values) head_dim = std::max<long double>(head_dim, value);
+    const long double bytes = 2 * batch * capacity * kv_heads * head_dim * 2;
+    if (bytes > kMaxShapeBytes) {
+      fail(block.path, fmt::format("its largest shape (batch {}, cache_capacity {}, num_kv_heads {}, "
+                                   "head_dim {}) needs {:.3g} bytes of KV cache, more than 2^60; "
+                                   "no device holds it",
+                                   double(batch), double(capacity), double(kv_heads),
+                                   double(head_dim), double(bytes)));
     }
   }
 
@@ -484,7 +515,7 @@ class GridParser {
         }
         choice.multiple = multiple;
       } else {
-        choice.tokens = as_int(entry, entry_path, 1, std::numeric_limits<int>::max());
+        choice.tokens = as_int(entry, entry_path, 1, kMaxTokens);
         choice.spelling = std::to_string(choice.tokens);
       }
       axis.values.push_back(choice);
@@ -592,11 +623,32 @@ GridSpec parse_grid(std::string_view json_text, const std::string& source) {
     const std::size_t colon = reason.find(": ", column_at == std::string::npos ? 0 : column_at);
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
     throw GridError(fmt::format("{}:{}:{}: invalid JSON: {}", source, line, column, reason));
+  } catch (const json::out_of_range& error) {
+    // A number too large for a double (1e400) is out_of_range, not parse_error, and has no
+    // byte offset; point at the first spelling of it. Found by fuzz/fuzz_grid_reader.
+    std::string reason = error.what();
+    const std::size_t bracket = reason.find("] ");
+    if (bracket != std::string::npos) reason = reason.substr(bracket + 2);
+    std::size_t at = std::string_view::npos;
+    const std::size_t quote = reason.find('\'');
+    if (quote != std::string::npos && reason.size() > quote + 2) {
+      at = json_text.find(reason.substr(quote + 1, reason.size() - quote - 2));
+    }
+    const auto [line, column] = line_and_column(json_text, at == std::string_view::npos ? 0 : at);
+    throw GridError(fmt::format("{}:{}:{}: invalid JSON: {}", source, line, column, reason));
   }
   return GridParser(source).parse(root);
 }
 
 GridSpec load_grid_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw GridError(fmt::format("{}: is a folder, not a grid file", path));
+  }
+  // A FIFO would block the read (and the sidecar hashes the file a second time).
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error)) {
+    throw GridError(fmt::format("{}: is not a regular file", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw GridError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   std::ostringstream text;

@@ -263,6 +263,62 @@ class RowDecoder {
   std::size_t width_ = 0;
 };
 
+// Length of the well-formed UTF-8 sequence at text[i], or 0 when it is not one (overlong
+// forms, surrogates and code points past U+10FFFF included).
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  if (byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return length;
+}
+
+// The results are text for people and for other tools: refuse bytes that are not UTF-8
+// rather than pass them on to a sidecar, a report or a generated header.
+void check_utf8(std::string_view text, const std::string& source) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+    throw CsvError(fmt::format("{}:1:1: starts with a UTF-8 byte-order mark (a spreadsheet "
+                               "export?); save the CSV as plain UTF-8 without one",
+                               source));
+  }
+  int line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = ++i;
+      continue;
+    }
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      throw CsvError(fmt::format("{}:{}:{}: byte 0x{:02X} is not valid UTF-8; the CSV must be "
+                                 "UTF-8 text",
+                                 source, line, i - line_start + 1,
+                                 static_cast<unsigned char>(text[i])));
+    }
+    i += length;
+  }
+}
+
 std::string read_file_bytes(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) return {};
@@ -308,6 +364,8 @@ std::string format_results_row(const ResultRow& row) {
 
 ResultsCsv parse_results_csv(std::string_view text, const std::string& source) {
   Tokenized tokens = tokenize(text, source);
+  // A torn tail may end inside a multi-byte character; it is dropped, so it is not checked.
+  check_utf8(tokens.torn ? text.substr(0, std::size_t(tokens.torn->offset)) : text, source);
   ResultsCsv out;
   out.torn = std::move(tokens.torn);
   if (tokens.records.empty()) return out;  // empty file, or only a torn header
@@ -322,6 +380,29 @@ ResultsCsv parse_results_csv(std::string_view text, const std::string& source) {
 ResultsCsv read_results_csv(const std::string& path) {
   const std::string bytes = read_file_bytes(path);
   return parse_results_csv(bytes, path);
+}
+
+void check_results_consistency(const ResultsCsv& contents, const std::string& source) {
+  const auto line_of = [&](std::size_t r) {
+    return r < contents.row_lines.size() ? contents.row_lines[r] : 0;
+  };
+  std::unordered_map<std::string, std::size_t> final_rows;  // resume key -> row index
+  for (std::size_t r = 0; r < contents.rows.size(); ++r) {
+    const ResultRow& row = contents.rows[r];
+    if (row.gpu != contents.rows.front().gpu) {
+      throw CsvError(fmt::format("{}:{}:1: column gpu: \"{}\" differs from \"{}\" (line {}); one "
+                                 "file holds one GPU's results",
+                                 source, line_of(r), row.gpu, contents.rows.front().gpu, line_of(0)));
+    }
+    if (!is_terminal(row.status)) continue;
+    const auto [first, inserted] = final_rows.emplace(resume_key(row), r);
+    if (!inserted) {
+      throw CsvError(fmt::format("{}:{}:1: duplicate row for {} (final already at line {}); a "
+                                 "file holds one final row per point, so two sweeps were mixed "
+                                 "into it",
+                                 source, line_of(r), resume_key(row), line_of(first->second)));
+    }
+  }
 }
 
 bool has_measured_data(const ResultsCsv& contents) {
@@ -349,6 +430,16 @@ ResultsCsvWriter::ResultsCsvWriter(const std::string& path, Durability durabilit
   }
   if (info.st_size == 0) {
     write_all(format_results_header());
+    if (durability_ == Durability::fsync_each_row) {
+      // A new file's directory entry is durable only once its folder is synced; without
+      // it a machine crash could lose the whole (fdatasync'd) file.
+      const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+      const int dir_fd = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dir_fd >= 0) {
+        ::fsync(dir_fd);  // best effort: some filesystems refuse
+        ::close(dir_fd);
+      }
+    }
     return;
   }
   // Appending after a torn line would glue a new row onto half an old one.

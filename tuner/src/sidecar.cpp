@@ -173,7 +173,10 @@ Sidecar sidecar_from_json(const json& j, const std::string& source) {
 }
 
 void write_sidecar(const std::string& sidecar_path, const Sidecar& sidecar) {
-  const std::string text = sidecar_to_json(sidecar).dump(2) + "\n";
+  // Paths and device names are bytes, not always UTF-8; a plain dump() would throw
+  // json::type_error on them and stop a sweep before its first row. Replace such bytes.
+  const std::string text =
+      sidecar_to_json(sidecar).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const std::filesystem::path target(sidecar_path);
   const std::string temp = fmt::format("{}.tmp.{}", sidecar_path, ::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -190,10 +193,16 @@ void write_sidecar(const std::string& sidecar_path, const Sidecar& sidecar) {
     }
     written += std::size_t(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if (::fsync(fd) != 0) {
     const int error = errno;
+    ::close(fd);
     ::unlink(temp.c_str());
     throw SidecarError(fmt::format("{}: fsync failed: {}", temp, std::strerror(error)));
+  }
+  if (::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    throw SidecarError(fmt::format("{}: close failed: {}", temp, std::strerror(error)));
   }
   if (::rename(temp.c_str(), sidecar_path.c_str()) != 0) {
     const int error = errno;

@@ -304,6 +304,21 @@ void count_rows(const std::string& csv_path, SweepCounts& counts) {
   }
 }
 
+// A sweep killed inside write_sidecar leaves "<sidecar>.tmp.<pid>" next to the sidecar.
+// Called with the CSV's lock held, so no other sweep is writing this sidecar: any such
+// file is stale.
+void remove_stale_sidecar_temps(const std::string& sidecar_path) {
+  const std::filesystem::path sidecar(sidecar_path);
+  const std::filesystem::path folder = sidecar.has_parent_path() ? sidecar.parent_path() : ".";
+  const std::string prefix = sidecar.filename().string() + ".tmp.";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) {
+      std::filesystem::remove(entry.path(), error);
+    }
+  }
+}
+
 }  // namespace
 
 SweepRunner::SweepRunner(SweepRunOptions options) : options_(std::move(options)) {}
@@ -409,6 +424,7 @@ SweepSummary SweepRunner::run(const GridSpec& grid, const SweepPlan& plan,
     sidecar.counts.pruned_by_reason[std::string(to_string(reason))] = count;
   }
   if (options_.write_sidecar) {
+    remove_stale_sidecar_temps(sidecar_path);
     count_rows(out, sidecar.counts);
     write_sidecar(sidecar_path, sidecar);
   }

@@ -74,10 +74,17 @@ struct ResultsCsv {
 };
 
 // Parses a whole results file. An empty text is an empty file (no header yet). Missing or
-// unknown columns, a wrong field count, bad numbers and unknown statuses throw CsvError;
-// a torn last line is dropped and reported instead, because that is what a kill leaves.
+// unknown columns, a wrong field count, bad numbers, unknown statuses, bytes that are not
+// UTF-8 and a byte-order mark throw CsvError; a torn last line is dropped and reported
+// instead, because that is what a kill leaves.
 ResultsCsv parse_results_csv(std::string_view text, const std::string& source);
 ResultsCsv read_results_csv(const std::string& path);  // a missing file reads as empty
+
+// Rules across rows, which each row on its own cannot break: one file holds one GPU, and
+// at most one final row (any status but throttled) per point, since a resume never times
+// a finished point again; a second one means two sweeps were mixed into one file. Throws
+// CsvError naming "<source>:<line>:1" of the offending row.
+void check_results_consistency(const ResultsCsv& contents, const std::string& source);
 
 enum class Durability {
   fsync_each_row,  // survives power loss and OS crashes, not just a killed process

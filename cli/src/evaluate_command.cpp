@@ -1,0 +1,70 @@
+#include "evaluate_command.hpp"
+
+#include <map>
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "splitkv/heuristics/atomic_file.hpp"
+#include "splitkv/heuristics/fit_pipeline.hpp"
+
+namespace splitkv::cli {
+namespace {
+
+constexpr int kExitWriteFailed = 1;
+constexpr int kExitBadInput = 2;
+
+}  // namespace
+
+CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
+  CLI::App* evaluate = app.add_subcommand(
+      "evaluate",
+      "Fit the tables on a results CSV and report every policy's regret (policy time / fastest measured "
+      "time) in sample, under cross-validation and on --validation. Exit codes: 0 done, 1 an output could "
+      "not be written, 2 invalid input.");
+  evaluate->add_option("results", options.results_csv, "Training results CSV, e.g. results/h200/full.csv")
+      ->required();
+  evaluate->add_option("--validation", options.validation_csv,
+                       "Results CSV of off-grid shapes (e.g. results/h200/validation.csv), evaluated with the "
+                       "tables fitted on the training CSV only");
+  evaluate->add_option("--out", options.out_path,
+                       "Summary CSV to write, e.g. results/h200/report/regret.csv; <stem>_points.csv (every "
+                       "shape and policy) and <stem>.md go next to it")
+      ->required();
+  evaluate->add_option("--kernel", options.kernel, "Kernel whose rows to use when the CSV holds several.");
+  evaluate->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.");
+  evaluate->add_flag("--no-cross-validation", options.no_cross_validation,
+                     "Skip the leave-one-context-length-out and leave-one-batch-out refits.");
+  return evaluate;
+}
+
+int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& out, std::ostream& err) {
+  using namespace splitkv::heuristics;
+  FitRequest request;
+  request.results_csv = options.results_csv;
+  request.validation_csv = options.validation_csv;
+  request.kernel = options.kernel;
+  request.num_sms = options.num_sms;
+  request.cross_validate = !options.no_cross_validation;
+
+  FitProducts products;
+  try {
+    products = run_fit(request);
+  } catch (const InputError& error) {
+    err << "splitkv evaluate: " << error.what() << "\n";
+    return kExitBadInput;
+  }
+  const std::map<std::string, std::string> files = report_files(products, options.out_path, false);
+  try {
+    for (const auto& [path, bytes] : files) write_file_atomically(path, bytes);
+  } catch (const OutputError& error) {
+    err << "splitkv evaluate: " << error.what() << "\n";
+    return kExitWriteFailed;
+  }
+  for (const auto& [path, bytes] : files) out << fmt::format("wrote     {}\n", path);
+  out << console_summary(products);
+  return 0;
+}
+
+}  // namespace splitkv::cli

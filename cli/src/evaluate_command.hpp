@@ -1,0 +1,28 @@
+// `splitkv evaluate`: regret of every policy (ours, the field's heuristics, fixed counts)
+// on measured shapes, with cross-validation of ours and an optional off-grid validation CSV.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace splitkv::cli {
+
+struct EvaluateCommandOptions {
+  std::string results_csv;     // training: the tables are fitted on it
+  std::string validation_csv;  // optional: shapes the fit never sees
+  std::string out_path;        // summary CSV; <stem>_points.csv and <stem>.md go next to it
+  std::string kernel;
+  int num_sms = 0;
+  bool no_cross_validation = false;
+};
+
+CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options);
+
+// Exit codes: 0 written, 1 an output could not be written, 2 invalid input.
+int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace splitkv::cli

@@ -1,0 +1,135 @@
+#include "fit_command.hpp"
+
+#include <filesystem>
+#include <map>
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "splitkv/heuristics/atomic_file.hpp"
+#include "splitkv/heuristics/fit_pipeline.hpp"
+#include "splitkv/tuner/sha256.hpp"
+
+namespace splitkv::cli {
+namespace {
+
+constexpr int kExitDifferent = 1;
+constexpr int kExitBadInput = 2;
+
+using namespace splitkv::heuristics;
+
+void print_fit(const FitProducts& p, std::ostream& out) {
+  const Measurements& m = p.training;
+  out << fmt::format("input     {} ({} rows, {} ok, {} shapes; gpu {}, {} SMs from the {}; kernel {})\n",
+                     m.source_display, m.counts.rows, m.counts.ok, m.counts.shapes, m.gpu, m.sm_count,
+                     m.sm_count_source, m.kernel);
+  for (const auto& [status, n] : m.counts.excluded) out << fmt::format("excluded  {} rows with status {}\n", n, status);
+  if (m.counts.torn_tail) out << "warning   the CSV ends in a torn line (an interrupted sweep); it was dropped\n";
+  const FitNotes& n = p.fit.notes;
+  if (n.page_sizes.size() > 1) {
+    out << fmt::format("pages     {} ({})\n", fmt::join(n.page_sizes, ", "),
+                       n.page_sizes_separate ? "a table per page size" : "one paged table");
+  }
+}
+
+}  // namespace
+
+CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
+  CLI::App* fit = app.add_subcommand(
+      "fit",
+      "Fit the num_splits lookup tables on a results CSV and emit the generated header (plus a regret "
+      "report with --report). Exit codes: 0 done (--check: up to date), 1 --check found a difference or an "
+      "output could not be written, 2 invalid input.");
+  fit->add_option("results", options.results_csv, "Results CSV of a sweep (tuner/CSV_SCHEMA.md), e.g. "
+                                                   "results/h200/full.csv; its .json sidecar is read when present")
+      ->required();
+  fit->add_option("--out", options.out_path,
+                  "Generated header to write. Default: heuristics/generated/num_splits_<gpu>.hpp");
+  fit->add_option("--report", options.report_dir,
+                  "Folder for the report: regret.csv, regret_points.csv, regret.md (with cross-validation) and "
+                  "fit.md. Created when missing.");
+  fit->add_flag("--check", options.check,
+                "Write nothing; regenerate the header in memory and compare it byte for byte with --out. "
+                "Exit 1 (with the first differing line) when they differ.");
+  fit->add_option("--gpu-name", options.gpu_name,
+                  "Short name of the GPU: the C++ namespace splitkv::generated::<name> and the file suffix. "
+                  "Default: from the CSV's gpu column (\"NVIDIA H200\" -> h200).");
+  fit->add_option("--kernel", options.kernel,
+                  "Kernel whose rows to fit when the CSV holds several. Default: the only one, or splitkv.");
+  fit->add_option("--num-sms", options.num_sms,
+                  "SM count of the GPU, for CSVs without a sidecar naming it (also overrides the sidecar).");
+  return fit;
+}
+
+int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::ostream& err) {
+  FitRequest request;
+  request.results_csv = options.results_csv;
+  request.header_path = options.out_path.empty() ? "default" : options.out_path;
+  request.gpu_short_name = options.gpu_name;
+  request.kernel = options.kernel;
+  request.num_sms = options.num_sms;
+  request.cross_validate = !options.check && !options.report_dir.empty();
+
+  FitProducts products;
+  try {
+    products = run_fit(request);
+  } catch (const InputError& error) {
+    err << "splitkv fit: " << error.what() << "\n";
+    return kExitBadInput;
+  }
+
+  if (options.check) {
+    const FileContents committed = read_file_if_exists(products.header_path);
+    if (!committed.exists) {
+      err << fmt::format("splitkv fit --check: {} does not exist; run without --check to write it\n",
+                         products.header_path);
+      return kExitDifferent;
+    }
+    const TextDifference difference = first_difference(committed.bytes, products.header_text);
+    if (difference.line == 0) {
+      out << fmt::format("{} is up to date with {} (sha256 {})\n", products.header_path,
+                         products.training.source_display, products.training.sha256);
+      return 0;
+    }
+    err << fmt::format(
+        "splitkv fit --check: {} differs from what {} produces, first at line {}:\n"
+        "  committed: {}\n"
+        "  generated: {}\n"
+        "Regenerate it with: splitkv fit {} --out {}\n",
+        products.header_path, products.training.source_display, difference.line, difference.expected,
+        difference.actual, options.results_csv, products.header_path);
+    return kExitDifferent;
+  }
+
+  // Everything is computed; write each file atomically (complete or absent).
+  std::map<std::string, std::string> files;
+  files[products.header_path] = products.header_text;
+  if (!options.report_dir.empty()) {
+    const std::string regret_csv = (std::filesystem::path(options.report_dir) / "regret.csv").string();
+    for (auto& [path, bytes] : report_files(products, regret_csv, true)) files[path] = std::move(bytes);
+  }
+  try {
+    for (const auto& [path, bytes] : files) write_file_atomically(path, bytes);
+  } catch (const OutputError& error) {
+    err << "splitkv fit: " << error.what() << "\n";
+    return kExitDifferent;
+  }
+
+  print_fit(products, out);
+  out << fmt::format("header    {} ({} bytes, sha256 {})\n", products.header_path, products.header_text.size(),
+                     tuner::sha256_hex(products.header_text));
+  out << fmt::format("          namespace splitkv::generated::{}: determine_num_splits(ShapeInfo), "
+                     "determine_num_splits_capacity_only(...), num_splits_heuristic_fa(...)\n",
+                     products.short_name);
+  if (!options.report_dir.empty()) {
+    for (const auto& [path, bytes] : files) {
+      if (path != products.header_path) out << fmt::format("report    {}\n", path);
+    }
+  }
+  out << console_summary(products);
+  return 0;
+}
+
+}  // namespace splitkv::cli

@@ -1,0 +1,51 @@
+// What `splitkv fit` and `splitkv evaluate` do, minus the flags: load, fit, emit, evaluate,
+// and the bytes of every output file, computed before anything is written so that a
+// failure half-way leaves no file behind (and --check writes nothing at all).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "splitkv/heuristics/header_emitter.hpp"
+#include "splitkv/heuristics/measurements.hpp"
+#include "splitkv/heuristics/regret_report.hpp"
+#include "splitkv/heuristics/table_fit.hpp"
+
+namespace splitkv::heuristics {
+
+struct FitRequest {
+  std::string results_csv;
+  std::string validation_csv;  // optional: off-grid shapes to evaluate the fitted tables on
+  std::string header_path;     // empty: no header (evaluate); "default": default_header_path()
+  std::string gpu_short_name;  // empty: short_gpu_name(gpu column)
+  std::string kernel;          // empty: the file's only kernel, or "splitkv"
+  int num_sms = 0;             // 0: sidecar, then the known-GPU list
+  bool cross_validate = true;
+  FitOptions options;
+};
+
+struct FitProducts {
+  Measurements training;
+  Measurements validation;     // empty shapes without a validation CSV
+  FittedHeuristic fit;
+  std::string short_name;
+  std::string header_path;     // empty when no header was asked for
+  std::string header_text;
+  std::vector<Evaluation> evaluations;       // in_sample, cv_*, validation
+  std::vector<RegretSummaryRow> summary;
+  ReportContext context;
+};
+
+// Throws InputError for bad inputs (the message names file, line, field and reason).
+FitProducts run_fit(const FitRequest& request);
+
+// The report files for a summary CSV at `regret_csv_path`: that file, <stem>_points.csv
+// and <stem>.md next to it; plus fit.md when `with_fit_notes`. Path -> bytes, sorted.
+std::map<std::string, std::string> report_files(const FitProducts& products, const std::string& regret_csv_path,
+                                                bool with_fit_notes);
+
+// The short console form of the regret summary: the "all" subset of every dataset.
+std::string console_summary(const FitProducts& products);
+
+}  // namespace splitkv::heuristics

@@ -1,0 +1,99 @@
+// The measured shapes a fit and an evaluation work from: a results CSV (tuner/CSV_SCHEMA.md)
+// read, validated and grouped so that every num_splits of one shape sits together. Every
+// later step (oracle, policies, table fit, regret) looks at shapes, never at raw rows, so
+// the rules about which rows count are decided here, once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "splitkv/tuner/results_csv.hpp"
+#include "splitkv/tuner/sweep_point.hpp"
+
+namespace splitkv::heuristics {
+
+// Bad input: a message naming the file, the line where there is one, the field and the
+// reason. The CLI turns it into exit code 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One timed split count of a shape.
+struct SplitTiming {
+  int num_splits = 1;
+  double time_us = 0;  // median of the repetitions
+  double cv = 0;       // their coefficient of variation
+  int line = 0;        // where the row is in its file, for messages
+};
+
+// A decode shape with every split count the sweep timed successfully.
+struct MeasuredShape {
+  std::string kernel;
+  tuner::SweepPoint point;            // the shape; point.num_splits is meaningless (kept 0)
+  std::vector<SplitTiming> timings;   // ascending num_splits, never empty
+
+  int kv_tiles() const;               // 64-token tiles of the real length
+  int capacity_tokens() const;        // what FA's seqlen_k is: capacity, or block-table width x page size
+  const SplitTiming* find(int num_splits) const;  // null when not timed
+};
+
+// Where the rows of a file went.
+struct RowCounts {
+  std::int64_t rows = 0;                          // data rows parsed (torn tail excluded)
+  std::int64_t ok = 0;                            // rows the fit uses
+  std::map<std::string, std::int64_t> excluded;   // by status: throttled, oom, ...
+  std::int64_t superseded = 0;                    // throttled rows a later row re-measured
+  std::int64_t other_kernels = 0;                 // ok rows of kernels not selected
+  bool torn_tail = false;                         // a last line without newline was dropped
+  std::int64_t shapes = 0;                        // shapes with at least one ok row
+  std::int64_t shapes_without_ok_rows = 0;        // shapes whose every row failed
+};
+
+struct Measurements {
+  std::string source;            // path as given
+  std::string source_display;    // path as recorded in reports: relative, normalised
+  std::string sha256;            // of the file's bytes
+  std::string gpu;               // the gpu column (one per file)
+  std::string kernel;            // the kernel the shapes belong to
+  int sm_count = 0;              // from the sidecar, the --num-sms flag or the known-GPU list
+  std::string sm_count_source;   // "sidecar", "flag" or "known GPU list"
+  std::string measured_at;       // the sidecar's finished_at (or started_at); empty without one
+  std::vector<MeasuredShape> shapes;  // sorted by shape (deterministic order)
+  RowCounts counts;
+};
+
+struct LoadOptions {
+  std::string kernel;  // empty: the only kernel in the file, or "splitkv" when there are several
+  int sm_count = 0;    // 0: from the sidecar or the known-GPU list
+  bool read_sidecar = true;
+};
+
+// Reads, validates and groups a results CSV. Throws InputError for: a missing or empty
+// file, missing columns and malformed fields (the tuner's parser), more than one GPU or two
+// final rows for one point (tuner::check_results_consistency), non-positive or non-finite
+// times, a negative cv, an unknown kernel, no ok rows, and an SM count that cannot be told.
+// A point's throttled rows give way to its final row (a resume re-measures them).
+Measurements load_measurements(const std::string& path, const LoadOptions& options = {});
+
+// The same from bytes already in memory (tests, --check); `source` names them in messages.
+Measurements measurements_from_text(std::string_view text, const std::string& source,
+                                    const LoadOptions& options = {});
+
+// SM counts of GPUs we know, for CSVs without a sidecar; 0 when unknown.
+int known_sm_count(std::string_view gpu_name);
+
+// "results/h200/./full.csv" -> "results/h200/full.csv"; absolute paths under the working
+// directory become relative to it, so the same file gives the same provenance text.
+std::string display_path(const std::string& path);
+
+// Ordering of shapes in every report and in the fit: layout, page size, dtype, head_dim,
+// heads, batch, real length, capacity.
+bool shape_less(const tuner::SweepPoint& a, const tuner::SweepPoint& b);
+
+}  // namespace splitkv::heuristics

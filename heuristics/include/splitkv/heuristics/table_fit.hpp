@@ -1,0 +1,130 @@
+// The fitted lookup table behind `determine_num_splits`. Its axes are the quantities that
+// drive a split-KV decode, not the raw grid axes, so that shapes the sweep never saw land
+// on measured neighbours (heuristics/FIT.md, "Table"):
+//   x: CTAs before splitting, batch * num_kv_heads, in log2 buckets;
+//   y: tokens per sequence in log2 buckets: the real length (table `real_length`) or the
+//      cache capacity (table `capacity`, for callers that know no real length);
+//   one plane per head_dim class and per layout class (contiguous, then paged page-size
+//   classes), because those change the per-token cost and the CTAs per SM.
+// Bucket i holds values in [2^(i-1/2), 2^(i+1/2)): boundaries sit at geometric midpoints
+// between grid points. Beyond the table's edges a lookup clamps to the edge bucket, with one
+// exception: below the fewest CTAs measured, the split count doubles per missing bucket (up
+// to the most splits measured), which keeps batch * kv_heads * splits, the CTAs that fill
+// the GPU, what it was at the edge (cross-validation showed clamping there under-splits
+// 4x: heuristics/FIT.md, "Beyond the edges").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "splitkv/heuristics/measurements.hpp"
+#include "splitkv/heuristics/oracle.hpp"
+
+namespace splitkv::heuristics {
+
+// Nearest power of two in log space: round(log2(value)), halves rounding up (value >=
+// 2^i * sqrt(2) goes to i + 1). Values <= 1 give 0; values above 2^30 count as 2^30.
+// Integer-exact; the generated header does the same arithmetic.
+int log2_bucket(std::int64_t value);
+
+// Smallest integer t with t * t >= a * b: the geometric midpoint between two class values
+// (head_dims 64 and 128 -> 91; page sizes 16 and 64 -> 32). Values >= t join the upper class.
+int geometric_midpoint(int a, int b);
+
+enum class LengthAxis { real_length, capacity };
+std::string_view to_string(LengthAxis axis);
+
+// The classes and extents of a table's grid.
+struct TableGrid {
+  std::vector<int> head_dims;                   // one class per value, ascending
+  std::vector<std::vector<int>> paged_classes;  // page sizes of each paged class, ascending
+  int cta_log2_min = 0;
+  int cta_buckets = 1;
+  int length_log2_min = 0;
+  int length_buckets = 1;
+
+  int head_dim_classes() const { return int(head_dims.size()); }
+  int layout_classes() const { return 1 + int(paged_classes.size()); }  // 0 = contiguous
+  std::vector<int> head_dim_thresholds() const;   // head_dim >= t[k] -> class k + 1
+  std::vector<int> page_size_thresholds() const;  // page_size >= t[k] -> paged class k + 2
+  int head_dim_class(int head_dim) const;
+  int layout_class(int page_size) const;          // 0 for contiguous (page_size <= 0)
+  int cta_index(std::int64_t ctas) const;         // clamped bucket index
+  int buckets_below(std::int64_t ctas) const;     // how far below the first CTA bucket (0 inside)
+  int length_index(std::int64_t tokens) const;    // clamped bucket index
+};
+
+struct SplitTable {
+  LengthAxis axis = LengthAxis::real_length;
+  TableGrid grid;
+  // [head_dim class][layout class][length bucket][cta bucket], row-major.
+  std::vector<int> splits;
+  // Measured shapes that decided each cell; 0 marks a cell filled from a neighbour.
+  std::vector<int> shapes_in_cell;
+  // The most splits any measured shape was timed with: the ceiling of the extrapolation
+  // below the first CTA bucket.
+  int max_splits = 1;
+
+  std::size_t index(int head_dim_class, int layout_class, int length_index, int cta_index) const;
+  // The table's answer for a shape, capped at the 64-token tiles of `tokens` (more splits
+  // than tiles cannot hold work). `tokens` is the real length or the capacity per `axis`.
+  // The generated header computes exactly this.
+  int lookup(int batch, int num_kv_heads, int head_dim, int tokens, int page_size) const;
+  // The same for a measured shape, taking its real length or capacity per `axis`.
+  int lookup(const MeasuredShape& shape) const;
+};
+
+// Tokens a table keys on for a measured shape: context_len or capacity_tokens().
+int table_tokens(const MeasuredShape& shape, LengthAxis axis);
+
+struct FitOptions {
+  // A cell takes the fewest splits whose geomean time/oracle ratio is within this of the
+  // cell's best; below the run-to-run noise, fewer splits are the safer pick.
+  double cell_tie_tolerance = 0.002;
+  // Page sizes get tables of their own only when that lowers the in-sample geomean regret
+  // of the paged shapes by more than this; otherwise one paged table serves all page sizes.
+  double page_size_split_min_gain = 0.005;
+  // Fit per-dtype tables only to report what they would gain (FitNotes::dtype_checks).
+  bool diagnose_dtypes = true;
+};
+
+// Fits one table with fixed classes. The grid's extents come from `shapes`; `oracles[i]`
+// is oracle_choice(shapes[i]).
+SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
+                           const std::vector<OracleChoice>& oracles, LengthAxis axis,
+                           const std::vector<std::vector<int>>& paged_classes,
+                           const FitOptions& options = {});
+
+// Decisions the fit took from the data, for the fit report.
+struct FitNotes {
+  std::vector<int> page_sizes;             // paged page sizes in the data
+  bool page_sizes_separate = false;        // one paged class per page size?
+  double paged_geomean_pooled = 0;         // in-sample geomean regret of paged shapes, pooled
+  double paged_geomean_separate = 0;       // ... with a class per page size
+  std::vector<std::string> dtypes;         // dtypes in the data (tables always pool them)
+  // For each dtype other than the pooled fit: in-sample geomean of its shapes with the
+  // pooled table vs with a table fitted on that dtype alone.
+  struct DtypeCheck {
+    std::string dtype;
+    int shapes = 0;
+    double geomean_pooled = 0;
+    double geomean_own_table = 0;
+  };
+  std::vector<DtypeCheck> dtype_checks;
+};
+
+struct FittedHeuristic {
+  SplitTable real_length;    // `ours`: keyed on the real (max) length
+  SplitTable capacity_only;  // `ours_capacity_only`: keyed on the capacity, fitted on the same rows
+  FitNotes notes;
+};
+
+FittedHeuristic fit_heuristic(const std::vector<MeasuredShape>& shapes, const FitOptions& options = {});
+
+// Geometric mean of time(table's pick) / fastest time over `shapes` (in-sample regret).
+double table_geomean_regret(const SplitTable& table, const std::vector<MeasuredShape>& shapes,
+                            const std::vector<OracleChoice>& oracles);
+
+}  // namespace splitkv::heuristics

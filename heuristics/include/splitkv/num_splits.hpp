@@ -1,0 +1,140 @@
+// Runtime choice of num_splits for split-KV decode: the table `splitkv fit` generated for
+// the running GPU when one is compiled in, else a documented analytic rule.
+//
+// Header-only and CUDA-free: the caller passes the device name and SM count (from
+// cudaGetDeviceProperties, once), so host planning code can use it without the runtime.
+//
+//   auto policy = splitkv::NumSplitsPolicy::for_device(prop.name, prop.multiProcessorCount);
+//   int splits = policy({batch, num_heads, num_kv_heads, head_dim, max_seqlen, capacity, page_size});
+//
+// A table matches when its GPU name equals the device name exactly and its SM count equals
+// the device's: a MIG slice or a part with fewer SMs has other waves, and gets the fallback.
+//
+// Adding a GPU: run `splitkv fit` on its sweep (it writes heuristics/generated/
+// num_splits_<gpu>.hpp) and add one __has_include block and one kTables line below.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#if defined(__has_include)
+#if __has_include("../../generated/num_splits_h200.hpp")
+#include "../../generated/num_splits_h200.hpp"
+#define SPLITKV_HAS_GENERATED_TABLE_H200 1
+#endif
+#endif
+
+namespace splitkv {
+
+// What the host knows about one decode step (the generated ShapeInfo, field for field).
+struct NumSplitsShape {
+  int batch = 1;
+  int num_heads = 1;       // query heads
+  int num_kv_heads = 1;
+  int head_dim = 128;
+  int max_seqlen = 0;      // longest real length of the batch; 0 = unknown: use the capacity
+  int cache_capacity = 0;  // tokens addressable per sequence (FlashAttention's seqlen_k)
+  int page_size = 0;       // tokens per page; 0 = contiguous
+};
+
+// Most splits the fallback asks for: what the sweeps measure and the combine is built for.
+inline constexpr int kFallbackMaxSplits = 128;
+
+// The fallback rule: the fewest splits that give every SM a CTA, i.e. the smallest s with
+// batch * num_kv_heads * s >= SMs, capped by the 64-token tiles of `tokens` (more splits hold
+// no work) and by kFallbackMaxSplits. `tokens` is the real max length when known, else the
+// capacity. One CTA per SM, not one per resident slot: on the H200 measurements our kernel
+// reaches full bandwidth near one CTA per SM, and filling two per SM (264 CTAs) cost more
+// (in-sample geomean regret 1.053 against 1.078; heuristics/FIT.md).
+constexpr int one_wave_num_splits(int batch, int num_kv_heads, int tokens, int sm_count) {
+  const long long ctas = (long long)(batch > 1 ? batch : 1) * (num_kv_heads > 1 ? num_kv_heads : 1);
+  const long long sms = sm_count > 1 ? sm_count : 1;
+  long long splits = (sms + ctas - 1) / ctas;
+  const long long tiles = tokens <= 0 ? 1 : (tokens + 63) / 64;
+  if (splits > tiles) splits = tiles;
+  if (splits > kFallbackMaxSplits) splits = kFallbackMaxSplits;
+  return splits < 1 ? 1 : (int)splits;
+}
+
+// A generated table, as plain function pointers (batch, num_kv_heads, head_dim, tokens, page_size).
+using NumSplitsLookup = int (*)(int, int, int, int, int);
+struct GeneratedTable {
+  const char* name;        // e.g. "h200": the generated namespace
+  const char* gpu_name;    // e.g. "NVIDIA H200"
+  int sm_count;
+  NumSplitsLookup real_length;
+  NumSplitsLookup capacity_only;
+};
+
+struct GeneratedTableList {
+  const GeneratedTable* data = nullptr;
+  std::size_t size = 0;
+};
+
+// The tables compiled into this build.
+inline GeneratedTableList compiled_in_tables() {
+  static const GeneratedTable kTables[] = {
+#if defined(SPLITKV_HAS_GENERATED_TABLE_H200)
+      {"h200", generated::h200::kGpuName, generated::h200::kSmCount,
+       &generated::h200::determine_num_splits_real_length, &generated::h200::determine_num_splits_capacity_only},
+#endif
+      {nullptr, nullptr, 0, nullptr, nullptr},  // end marker; keeps the array non-empty
+  };
+  return {kTables, sizeof(kTables) / sizeof(kTables[0]) - 1};
+}
+
+enum class NumSplitsSource { real_length_table, capacity_table, one_wave_fallback };
+
+constexpr const char* to_string(NumSplitsSource source) {
+  return source == NumSplitsSource::real_length_table ? "real_length_table"
+         : source == NumSplitsSource::capacity_table  ? "capacity_table"
+                                                      : "one_wave_fallback";
+}
+
+struct NumSplitsChoice {
+  int num_splits = 1;
+  NumSplitsSource source = NumSplitsSource::one_wave_fallback;
+};
+
+class NumSplitsPolicy {
+ public:
+  // Picks the table for this device once; choose() is then one indirect call and a lookup.
+  static NumSplitsPolicy for_device(std::string_view device_name, int sm_count,
+                                    GeneratedTableList tables = compiled_in_tables()) {
+    NumSplitsPolicy policy;
+    policy.sm_count_ = sm_count;
+    for (std::size_t i = 0; i < tables.size; ++i) {
+      const GeneratedTable& t = tables.data[i];
+      if (t.sm_count == sm_count && device_name == std::string_view(t.gpu_name)) {
+        policy.table_ = &t;
+        break;
+      }
+    }
+    return policy;
+  }
+
+  NumSplitsChoice choose(const NumSplitsShape& s) const {
+    if (table_ != nullptr) {
+      if (s.max_seqlen > 0) {
+        return {table_->real_length(s.batch, s.num_kv_heads, s.head_dim, s.max_seqlen, s.page_size),
+                NumSplitsSource::real_length_table};
+      }
+      return {table_->capacity_only(s.batch, s.num_kv_heads, s.head_dim, s.cache_capacity, s.page_size),
+              NumSplitsSource::capacity_table};
+    }
+    const int tokens = s.max_seqlen > 0 ? s.max_seqlen : s.cache_capacity;
+    return {one_wave_num_splits(s.batch, s.num_kv_heads, tokens, sm_count_),
+            NumSplitsSource::one_wave_fallback};
+  }
+
+  int operator()(const NumSplitsShape& shape) const { return choose(shape).num_splits; }
+
+  const GeneratedTable* table() const { return table_; }  // null: the fallback rule
+  int sm_count() const { return sm_count_; }
+
+ private:
+  const GeneratedTable* table_ = nullptr;
+  int sm_count_ = 0;
+};
+
+}  // namespace splitkv

@@ -1,0 +1,32 @@
+/* C ABI of the split-count heuristics, for ctypes and engines that cannot include C++ headers.
+ * The table is picked at each call from the device name and SM count, as NumSplitsPolicy does
+ * (heuristics/include/splitkv/num_splits.hpp): a generated table when both match, else the
+ * documented fallback rule. */
+#ifndef SPLITKV_NUM_SPLITS_C_API_H
+#define SPLITKV_NUM_SPLITS_C_API_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Host-side choice. max_seqlen 0 means unknown: the capacity-only table is used. page_size 0
+ * means a contiguous cache. */
+int splitkv_num_splits(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,
+                       int head_dim, int max_seqlen, int cache_capacity, int page_size);
+
+/* Fills `buckets` entries (the kernels' SplitsByLength row, bucket i = lengths nearest 2^i) for
+ * per-sequence split choice on the device. Returns 0, or -1 on bad arguments. */
+int splitkv_splits_by_length(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,
+                             int head_dim, int page_size, unsigned char* splits, int buckets);
+
+/* FlashAttention 2's own choice for a decode step whose seqlen_k is `seqlen_k` (pass the
+ * capacity to reproduce its KV-cache path), and the splits that then hold work on a cache whose
+ * real length is context_len (FA2 cuts the capacity, not the real length). */
+int splitkv_fa2_num_splits(int batch, int num_heads, int num_kv_heads, int head_dim, int seqlen_k, int sm_count);
+int splitkv_fa2_splits_with_work(int cache_capacity, int context_len, int num_splits);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPLITKV_NUM_SPLITS_C_API_H */

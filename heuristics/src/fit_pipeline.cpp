@@ -1,0 +1,107 @@
+#include "splitkv/heuristics/fit_pipeline.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "splitkv/tuner/sidecar.hpp"
+
+namespace splitkv::heuristics {
+
+FitProducts run_fit(const FitRequest& request) {
+  FitProducts out;
+  LoadOptions load;
+  load.kernel = request.kernel;
+  load.sm_count = request.num_sms;
+  out.training = load_measurements(request.results_csv, load);
+
+  if (!request.validation_csv.empty()) {
+    LoadOptions validation_load = load;
+    validation_load.kernel = out.training.kernel;
+    validation_load.sm_count = out.training.sm_count;  // the same GPU, so the same SMs
+    out.validation = load_measurements(request.validation_csv, validation_load);
+    if (out.validation.gpu != out.training.gpu) {
+      throw InputError(fmt::format("{}: gpu \"{}\" differs from \"{}\" in {}; validate on the GPU the table was fitted on",
+                                   request.validation_csv, out.validation.gpu, out.training.gpu,
+                                   request.results_csv));
+    }
+  }
+
+  out.short_name = request.gpu_short_name.empty() ? short_gpu_name(out.training.gpu) : request.gpu_short_name;
+  check_short_name(out.short_name);
+  out.fit = fit_heuristic(out.training.shapes, request.options);
+
+  if (!request.header_path.empty()) {
+    out.header_path = request.header_path == "default" ? default_header_path(out.short_name) : request.header_path;
+    out.header_text = emit_num_splits_header(
+        out.fit, provenance_of(out.training, out.short_name, out.header_path, tuner::tool_version()));
+  }
+
+  const int sms = out.training.sm_count;
+  out.evaluations.push_back(evaluate_policies("in_sample", out.training.shapes, all_policies(out.fit, sms)));
+  if (request.cross_validate) {
+    for (const CrossValidationScheme& scheme : default_cross_validation_schemes()) {
+      if (auto e = cross_validate(out.training.shapes, scheme, sms, request.options)) out.evaluations.push_back(std::move(*e));
+    }
+  }
+  if (!out.validation.shapes.empty()) {
+    out.evaluations.push_back(evaluate_policies("validation", out.validation.shapes, all_policies(out.fit, sms)));
+  }
+  for (const Evaluation& e : out.evaluations) {
+    for (RegretSummaryRow& row : summarize(e)) out.summary.push_back(std::move(row));
+  }
+
+  out.context.gpu = out.training.gpu;
+  out.context.sm_count = sms;
+  out.context.kernel = out.training.kernel;
+  out.context.training_input = out.training.source_display;
+  out.context.training_sha256 = out.training.sha256;
+  if (!out.validation.source.empty()) {
+    out.context.validation_input = out.validation.source_display;
+    out.context.validation_sha256 = out.validation.sha256;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> report_files(const FitProducts& p, const std::string& regret_csv_path,
+                                                bool with_fit_notes) {
+  namespace fs = std::filesystem;
+  const fs::path summary(regret_csv_path);
+  const fs::path folder = summary.parent_path();
+  const std::string stem = summary.stem().string();
+  std::map<std::string, std::string> files;
+  files[summary.string()] = regret_summary_csv(p.summary);
+  files[(folder / (stem + "_points.csv")).string()] = regret_points_csv(p.evaluations);
+  files[(folder / (stem + ".md")).string()] = regret_markdown(p.evaluations, p.summary, p.context);
+  if (with_fit_notes) files[(folder / "fit.md").string()] = fit_markdown(p.fit, p.training);
+  return files;
+}
+
+std::string console_summary(const FitProducts& p) {
+  std::string out;
+  for (const Evaluation& e : p.evaluations) {
+    out += fmt::format("\n{} ({} shapes): regret = policy time / fastest measured time\n", e.dataset, e.shapes.size());
+    out += fmt::format("  {:<22} {:>7} {:>8} {:>8} {:>8} {:>10}\n", "policy", "shapes", "geomean", "p95", "max",
+                       "within 5%");
+    for (const RegretSummaryRow& r : p.summary) {
+      if (r.dataset != e.dataset || r.subset != "all") continue;
+      out += fmt::format("  {:<22} {:>7} {:>8.4f} {:>8.4f} {:>8.4f} {:>9.1f}%\n", r.policy, r.stats.shapes,
+                         r.stats.geomean, r.stats.p95, r.stats.max, 100.0 * r.stats.within_5pct);
+    }
+    // The capacity scenario, stated beside ours.
+    bool header = false;
+    for (const RegretSummaryRow& r : p.summary) {
+      if (r.dataset != e.dataset || r.subset != "capacity_gt_length") continue;
+      if (r.policy != "ours" && r.policy != "ours_capacity_only" && r.policy != "fa2_capacity") continue;
+      if (!header) {
+        out += "  capacity > real length:\n";
+        header = true;
+      }
+      out += fmt::format("  {:<22} {:>7} {:>8.4f} {:>8.4f} {:>8.4f} {:>9.1f}%\n", r.policy, r.stats.shapes,
+                         r.stats.geomean, r.stats.p95, r.stats.max, 100.0 * r.stats.within_5pct);
+    }
+  }
+  return out;
+}
+
+}  // namespace splitkv::heuristics

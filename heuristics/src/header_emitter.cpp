@@ -1,0 +1,481 @@
+#include "splitkv/heuristics/header_emitter.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace splitkv::heuristics {
+namespace {
+
+// Lower bound (inclusive) of log2 bucket i in tokens or CTAs: the smallest v with v^2 >= 2^(2i-1).
+std::int64_t bucket_lower(int i) {
+  if (i <= 0) return 0;
+  return geometric_midpoint(1 << (i - 1), 1 << i);
+}
+
+std::string compact_count(std::int64_t v) {
+  if (v >= 1024 && v % 1024 == 0) return fmt::format("{}K", v / 1024);
+  return fmt::format("{}", v);
+}
+
+std::string join_ints(const std::vector<int>& values, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? std::string(sep) : "") + std::to_string(values[i]);
+  return out;
+}
+
+std::string counts_line(const RowCounts& c) {
+  std::string excluded;
+  for (const auto& [status, n] : c.excluded) excluded += fmt::format("{}{} {}", excluded.empty() ? "" : ", ", n, status);
+  std::string line = fmt::format("{} rows, {} ok and fitted", c.rows, c.ok);
+  line += excluded.empty() ? "; none excluded" : "; excluded " + excluded;
+  if (c.superseded) line += fmt::format("; {} throttled rows superseded", c.superseded);
+  if (c.other_kernels) line += fmt::format("; {} rows of other kernels ignored", c.other_kernels);
+  if (c.torn_tail) line += "; torn last line dropped";
+  return line;
+}
+
+std::string layout_class_name(const TableGrid& g, int lay) {
+  if (lay == 0) return "contiguous";
+  const auto& pages = g.paged_classes[std::size_t(lay - 1)];
+  if (g.paged_classes.size() == 1) return fmt::format("paged (every page size; fitted on {})", join_ints(pages, ", "));
+  return fmt::format("paged, page size {}", join_ints(pages, "/"));
+}
+
+std::string bucket_range(const TableGrid& g, int first, int last, std::string_view unit) {
+  const int lo_bucket = g.length_log2_min + first, hi_bucket = g.length_log2_min + last;
+  const bool open_low = first == 0, open_high = last == g.length_buckets - 1;
+  const std::int64_t lo = bucket_lower(lo_bucket), hi = bucket_lower(hi_bucket + 1) - 1;
+  if (open_low && open_high) return fmt::format("any {}", unit);
+  if (open_low) return fmt::format("{} <= {}", unit, hi);
+  if (open_high) return fmt::format("{} >= {}", unit, lo);
+  return fmt::format("{} {}..{}", unit, lo, hi);
+}
+
+// One table: rows of split counts (identical neighbouring length buckets of a plane merged
+// into one row) and the row index of every (head_dim class, layout class, length bucket).
+struct EmittedTable {
+  std::string function_name;  // detail::<name>(hd, lay, y, x)
+  std::string text;
+};
+
+EmittedTable emit_table(const SplitTable& table, std::string_view name, std::string_view unit) {
+  const TableGrid& g = table.grid;
+  int max_value = 0;
+  for (int v : table.splits) max_value = std::max(max_value, v);
+  const char* value_type = max_value <= 255 ? "std::uint8_t" : "std::uint16_t";
+
+  std::string rows;
+  std::vector<int> row_of(std::size_t(g.head_dim_classes()) * g.layout_classes() * g.length_buckets);
+  int row_count = 0;
+  std::string column_header = "      //  CTAs:";
+  for (int x = 0; x < g.cta_buckets; ++x) {
+    column_header += fmt::format("{:>4}", compact_count(std::int64_t(1) << (g.cta_log2_min + x)));
+    if (x + 1 < g.cta_buckets) column_header += ",";
+  }
+  for (int hd = 0; hd < g.head_dim_classes(); ++hd) {
+    for (int lay = 0; lay < g.layout_classes(); ++lay) {
+      rows += fmt::format("      // head_dim {}, {}\n", g.head_dims[std::size_t(hd)], layout_class_name(g, lay));
+      rows += column_header + "\n";
+      int y = 0;
+      while (y < g.length_buckets) {
+        int end = y;
+        const auto same_row = [&](int a, int b) {
+          for (int x = 0; x < g.cta_buckets; ++x) {
+            if (table.splits[table.index(hd, lay, a, x)] != table.splits[table.index(hd, lay, b, x)]) return false;
+          }
+          return true;
+        };
+        while (end + 1 < g.length_buckets && same_row(y, end + 1)) ++end;
+        std::string values;
+        for (int x = 0; x < g.cta_buckets; ++x) {
+          values += fmt::format("{:>3}{}", table.splits[table.index(hd, lay, y, x)], x + 1 < g.cta_buckets ? ", " : "");
+        }
+        rows += fmt::format("      {{ {}}},  // row {}: {}\n", values, row_count, bucket_range(g, y, end, unit));
+        for (int yy = y; yy <= end; ++yy) {
+          row_of[(std::size_t(hd) * g.layout_classes() + lay) * g.length_buckets + yy] = row_count;
+        }
+        ++row_count;
+        y = end + 1;
+      }
+    }
+  }
+
+  const char* index_type = row_count <= 255 ? "std::uint8_t" : "std::uint16_t";
+  std::string row_index;
+  for (int hd = 0; hd < g.head_dim_classes(); ++hd) {
+    row_index += fmt::format("      {{  // head_dim {}\n", g.head_dims[std::size_t(hd)]);
+    for (int lay = 0; lay < g.layout_classes(); ++lay) {
+      std::vector<int> ids;
+      for (int y = 0; y < g.length_buckets; ++y) {
+        ids.push_back(row_of[(std::size_t(hd) * g.layout_classes() + lay) * g.length_buckets + y]);
+      }
+      row_index += fmt::format("          {{{}}},  // {}\n", join_ints(ids, ", "), lay == 0 ? "contiguous" : layout_class_name(g, lay));
+    }
+    row_index += "      },\n";
+  }
+
+  EmittedTable out;
+  out.function_name = std::string(name) + "_splits";
+  out.text = fmt::format(
+      "// Split counts of the `{name}` table. kRows holds one row per run of identical\n"
+      "// neighbouring {unit} buckets of a plane, one column per CTA bucket; kRowOf maps\n"
+      "// [head_dim class][layout class][{unit} bucket] to its row.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int {fn}(int head_dim_class, int layout_class, int length_index,\n"
+      "{indent}int cta_index) {{\n"
+      "  static constexpr {vt} kRows[{rows}][{cols}] = {{\n"
+      "{row_text}"
+      "  }};\n"
+      "  static constexpr {it} kRowOf[{hdc}][{lc}][{lb}] = {{\n"
+      "{index_text}"
+      "  }};\n"
+      "  return kRows[kRowOf[head_dim_class][layout_class][length_index]][cta_index];\n"
+      "}}\n",
+      fmt::arg("name", name), fmt::arg("unit", unit), fmt::arg("fn", out.function_name),
+      fmt::arg("indent", std::string(std::string_view("SPLITKV_GENERATED_HOST_DEVICE inline int (").size() +
+                                         out.function_name.size(), ' ')),
+      fmt::arg("vt", value_type), fmt::arg("rows", row_count), fmt::arg("cols", g.cta_buckets),
+      fmt::arg("row_text", rows), fmt::arg("it", index_type), fmt::arg("hdc", g.head_dim_classes()),
+      fmt::arg("lc", g.layout_classes()), fmt::arg("lb", g.length_buckets),
+      fmt::arg("index_text", row_index));
+  return out;
+}
+
+std::string sum_of_comparisons(std::string_view variable, const std::vector<int>& thresholds) {
+  std::string out;
+  for (int t : thresholds) out += fmt::format(" + ({} >= {} ? 1 : 0)", variable, t);
+  return out;
+}
+
+// Body of head_dim_class: a sum of comparisons, or a single class that ignores its argument.
+std::string head_dim_class_body(const std::vector<int>& thresholds) {
+  if (thresholds.empty()) return "  static_cast<void>(head_dim);  // one head_dim class\n  return 0;\n";
+  return fmt::format("  return 0{};\n", sum_of_comparisons("head_dim", thresholds));
+}
+
+}  // namespace
+
+std::string short_gpu_name(std::string_view gpu_name) {
+  std::string lower;
+  for (char c : gpu_name) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view vendor : {"nvidia ", "amd "}) {
+    if (lower.rfind(vendor, 0) == 0) lower = lower.substr(vendor.size());
+  }
+  std::string out;
+  for (char c : lower) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (keep) out += c;
+    else if (!out.empty() && out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  if (out.empty()) out = "gpu";
+  if (out.front() >= '0' && out.front() <= '9') out = "gpu_" + out;
+  return out;
+}
+
+void check_short_name(const std::string& name) {
+  bool ok = !name.empty() && !(name.front() >= '0' && name.front() <= '9');
+  for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+  if (!ok) {
+    throw InputError(fmt::format("--gpu-name \"{}\": must be lower case letters, digits and '_', not "
+                                 "starting with a digit (it names a C++ namespace and the header file)",
+                                 name));
+  }
+}
+
+std::string default_header_path(const std::string& short_name) {
+  return fmt::format("heuristics/generated/num_splits_{}.hpp", short_name);
+}
+
+HeaderProvenance provenance_of(const Measurements& m, const std::string& short_name,
+                               const std::string& output_path, const std::string& tool_version) {
+  HeaderProvenance p;
+  p.gpu_name = m.gpu;
+  p.short_name = short_name;
+  p.sm_count = m.sm_count;
+  p.sm_count_source = m.sm_count_source;
+  p.input_path = m.source_display;
+  p.input_sha256 = m.sha256;
+  p.measured_at = m.measured_at;
+  p.kernel = m.kernel;
+  p.tool_version = tool_version;
+  p.output_path = display_path(output_path);
+  p.counts = m.counts;
+  return p;
+}
+
+std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProvenance& p) {
+  const SplitTable& real = fit.real_length;
+  const SplitTable& cap = fit.capacity_only;
+  const EmittedTable real_table = emit_table(real, "real_length", "length");
+  const EmittedTable cap_table = emit_table(cap, "capacity", "capacity");
+
+  std::string out;
+  out += fmt::format(
+      "// num_splits_{short}.hpp: split-KV decode num_splits heuristic for {gpu} ({sms} SMs).\n"
+      "//\n"
+      "// GENERATED by `splitkv fit`; do not edit. Regenerate (or verify with --check) with\n"
+      "//   splitkv fit {input} --out {output}\n"
+      "//\n"
+      "// Provenance\n"
+      "//   gpu        {gpu}, {sms} SMs (SM count from the {sms_source})\n"
+      "//   input      {input}\n"
+      "//   sha256     {sha}\n"
+      "//   measured   {measured}\n"
+      "//   kernel     {kernel} (the kernel whose timings were fitted)\n"
+      "//   tool       splitkv {version}\n"
+      "//   rows       {rows}\n"
+      "//   shapes     {shapes} measured shapes\n"
+      "//\n"
+      "// How a lookup works (rules: heuristics/FIT.md)\n"
+      "//   x = CTAs before splitting, batch * num_kv_heads, as a log2 bucket: round(log2(x)),\n"
+      "//       halves up, so bucket boundaries sit at geometric midpoints between grid points;\n"
+      "//   y = tokens per sequence as a log2 bucket: the max real length (table `real_length`)\n"
+      "//       or, when the caller knows none, the cache capacity (table `capacity`);\n"
+      "//   the plane is picked by head_dim class ({hd_list}; boundaries at geometric\n"
+      "//       midpoints) and layout class (contiguous, or paged);\n"
+      "//   x and y beyond the table's edges clamp to the edge bucket, except that below the fewest\n"
+      "//       CTAs measured the answer doubles per missing bucket (same CTAs after splitting);\n"
+      "//   the answer is capped at the 64-token tiles of the length (more splits hold no work).\n"
+      "// Each cell holds the split count with the lowest geometric-mean time over the measured\n"
+      "// shapes in that cell (relative to each shape's fastest); cells no shape fell in copy\n"
+      "// their nearest measured neighbour.\n"
+      "#pragma once\n"
+      "\n"
+      "#include <cstdint>\n"
+      "\n"
+      "#ifndef SPLITKV_GENERATED_HOST_DEVICE\n"
+      "#if defined(__CUDACC__)\n"
+      "#define SPLITKV_GENERATED_HOST_DEVICE __host__ __device__\n"
+      "#else\n"
+      "#define SPLITKV_GENERATED_HOST_DEVICE\n"
+      "#endif\n"
+      "#endif\n"
+      "\n"
+      "namespace splitkv::generated::{short} {{\n"
+      "\n"
+      "inline constexpr char kGpuName[] = \"{gpu}\";\n"
+      "inline constexpr int kSmCount = {sms};\n"
+      "inline constexpr char kInputSha256[] = \"{sha}\";\n"
+      "\n"
+      "// What the host knows about one decode step.\n"
+      "struct ShapeInfo {{\n"
+      "  int batch = 1;\n"
+      "  int num_heads = 1;       // query heads\n"
+      "  int num_kv_heads = 1;\n"
+      "  int head_dim = 128;\n"
+      "  int max_seqlen = 0;      // longest real length in the batch; 0 = unknown: use the capacity\n"
+      "  int cache_capacity = 0;  // tokens addressable per sequence (FlashAttention's seqlen_k)\n"
+      "  int page_size = 0;       // tokens per page; 0 = contiguous cache\n"
+      "}};\n"
+      "\n",
+      fmt::arg("short", p.short_name), fmt::arg("gpu", p.gpu_name), fmt::arg("sms", p.sm_count),
+      fmt::arg("sms_source", p.sm_count_source.empty() ? "caller" : p.sm_count_source),
+      fmt::arg("input", p.input_path), fmt::arg("output", p.output_path), fmt::arg("sha", p.input_sha256),
+      fmt::arg("measured", p.measured_at.empty() ? "unknown (no sidecar next to the CSV)" : p.measured_at + " (sidecar)"),
+      fmt::arg("kernel", p.kernel), fmt::arg("version", p.tool_version), fmt::arg("rows", counts_line(p.counts)),
+      fmt::arg("shapes", p.counts.shapes), fmt::arg("hd_list", join_ints(real.grid.head_dims, ", ")));
+
+  // Axes. Both tables share head_dim and layout classes and the CTA axis by construction
+  // (fit_heuristic fits them on the same shapes), but each carries its own constants.
+  const auto axis_constants = [&](const SplitTable& t, std::string_view prefix) {
+    return fmt::format(
+        "inline constexpr int k{p}CtaLog2Min = {a};     // first CTA bucket: {a0} CTAs\n"
+        "inline constexpr int k{p}CtaBuckets = {b};\n"
+        "inline constexpr int k{p}LengthLog2Min = {c};  // first length bucket: {c0} tokens\n"
+        "inline constexpr int k{p}LengthBuckets = {d};\n"
+        "inline constexpr int k{p}MaxSplits = {m};       // most splits measured\n",
+        fmt::arg("p", prefix), fmt::arg("a", t.grid.cta_log2_min), fmt::arg("a0", std::int64_t(1) << t.grid.cta_log2_min),
+        fmt::arg("b", t.grid.cta_buckets), fmt::arg("c", t.grid.length_log2_min),
+        fmt::arg("c0", std::int64_t(1) << t.grid.length_log2_min), fmt::arg("d", t.grid.length_buckets),
+        fmt::arg("m", t.max_splits));
+  };
+  out += "namespace detail {\n\n";
+  out += axis_constants(real, "Real");
+  out += axis_constants(cap, "Capacity");
+  out += fmt::format("inline constexpr int kHeadDimClasses = {};  // head_dim {}\n", real.grid.head_dim_classes(),
+                     join_ints(real.grid.head_dims, ", "));
+  std::string layout_names;
+  for (int lay = 0; lay < real.grid.layout_classes(); ++lay) {
+    layout_names += (lay ? "; " : "") + layout_class_name(real.grid, lay);
+  }
+  out += fmt::format("inline constexpr int kLayoutClasses = {};   // {}\n\n", real.grid.layout_classes(), layout_names);
+
+  out += fmt::format(
+      "// floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {{\n"
+      "  int r = 0;\n"
+      "  const int s32 = (v >> 32) != 0 ? 32 : 0; v >>= s32; r += s32;\n"
+      "  const int s16 = (v >> 16) != 0 ? 16 : 0; v >>= s16; r += s16;\n"
+      "  const int s8 = (v >> 8) != 0 ? 8 : 0; v >>= s8; r += s8;\n"
+      "  const int s4 = (v >> 4) != 0 ? 4 : 0; v >>= s4; r += s4;\n"
+      "  const int s2 = (v >> 2) != 0 ? 2 : 0; v >>= s2; r += s2;\n"
+      "  return r + ((v >> 1) != 0 ? 1 : 0);\n"
+      "}}\n"
+      "\n"
+      "// round(log2(value)) with halves up: value >= 2^i * sqrt(2) belongs to bucket i + 1.\n"
+      "// Values <= 1 give 0; values above 2^30 count as 2^30 (far beyond every table edge).\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int log2_bucket(long long value) {{\n"
+      "  const unsigned long long v = value <= 1 ? 1ULL\n"
+      "                               : (value >= (1LL << 30) ? (1ULL << 30) : (unsigned long long)value);\n"
+      "  const int i = floor_log2(v);\n"
+      "  return i + (v * v >= (1ULL << (2 * i + 1)) ? 1 : 0);\n"
+      "}}\n"
+      "\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int clamp_index(int value, int count) {{\n"
+      "  return value < 0 ? 0 : (value >= count ? count - 1 : value);\n"
+      "}}\n"
+      "\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int head_dim_class(int head_dim) {{\n"
+      "{hd_body}"
+      "}}\n"
+      "\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int layout_class(int page_size) {{\n"
+      "  return clamp_index((page_size > 0 ? 1 : 0){page_sum}, kLayoutClasses);\n"
+      "}}\n"
+      "\n"
+      "// Below the fewest CTAs measured, keep batch * kv_heads * splits (the CTAs that fill the GPU)\n"
+      "// where the table's edge had it: double the edge's answer per missing bucket, at most max_splits.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int scale_below_edge(int splits, int buckets_below, int max_splits) {{\n"
+      "  const int shift = buckets_below <= 0 ? 0 : (buckets_below >= 8 ? 8 : buckets_below);\n"
+      "  return (splits << shift) < max_splits ? (splits << shift) : max_splits;\n"
+      "}}\n"
+      "\n"
+      "// More splits than 64-token tiles hold no work; at least one split.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int cap_at_tiles(int splits, long long tokens) {{\n"
+      "  const long long tiles = tokens <= 0 ? 0 : (tokens + 63) / 64;\n"
+      "  return splits <= tiles ? splits : (tiles > 1 ? (int)tiles : 1);\n"
+      "}}\n"
+      "\n",
+      fmt::arg("hd_body", head_dim_class_body(real.grid.head_dim_thresholds())),
+      fmt::arg("page_sum", sum_of_comparisons("page_size", real.grid.page_size_thresholds())));
+
+  out += real_table.text + "\n" + cap_table.text + "\n";
+  out += fmt::format(
+      "SPLITKV_GENERATED_HOST_DEVICE inline int real_length_lookup(long long ctas, int head_dim, int max_seqlen,\n"
+      "                                                            int page_size) {{\n"
+      "  const int x = log2_bucket(ctas) - kRealCtaLog2Min;\n"
+      "  const int y = clamp_index(log2_bucket(max_seqlen) - kRealLengthLog2Min, kRealLengthBuckets);\n"
+      "  const int splits = real_length_splits(head_dim_class(head_dim), layout_class(page_size), y,\n"
+      "                                        clamp_index(x, kRealCtaBuckets));\n"
+      "  return cap_at_tiles(scale_below_edge(splits, -x, kRealMaxSplits), max_seqlen);\n"
+      "}}\n"
+      "\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int capacity_lookup(long long ctas, int head_dim, int cache_capacity,\n"
+      "                                                         int page_size) {{\n"
+      "  const int x = log2_bucket(ctas) - kCapacityCtaLog2Min;\n"
+      "  const int y = clamp_index(log2_bucket(cache_capacity) - kCapacityLengthLog2Min, kCapacityLengthBuckets);\n"
+      "  const int splits = capacity_splits(head_dim_class(head_dim), layout_class(page_size), y,\n"
+      "                                     clamp_index(x, kCapacityCtaBuckets));\n"
+      "  return cap_at_tiles(scale_below_edge(splits, -x, kCapacityMaxSplits), cache_capacity);\n"
+      "}}\n"
+      "\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr long long ctas_before_splitting(int batch, int num_kv_heads) {{\n"
+      "  return (long long)(batch > 1 ? batch : 1) * (num_kv_heads > 1 ? num_kv_heads : 1);\n"
+      "}}\n"
+      "\n"
+      "}}  // namespace detail\n"
+      "\n"
+      "// num_splits when the host knows the longest real length of the batch (max_seqlen > 0).\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int determine_num_splits_real_length(int batch, int num_kv_heads, int head_dim,\n"
+      "                                                                          int max_seqlen, int page_size) {{\n"
+      "  return detail::real_length_lookup(detail::ctas_before_splitting(batch, num_kv_heads), head_dim, max_seqlen,\n"
+      "                                    page_size);\n"
+      "}}\n"
+      "\n"
+      "// num_splits from the cache capacity alone, for hosts that know no real length. Fitted on\n"
+      "// the same measurements keyed by capacity, so it is as good as capacity can be, not better.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int determine_num_splits_capacity_only(int batch, int num_kv_heads,\n"
+      "                                                                            int head_dim, int cache_capacity,\n"
+      "                                                                            int page_size) {{\n"
+      "  return detail::capacity_lookup(detail::ctas_before_splitting(batch, num_kv_heads), head_dim, cache_capacity,\n"
+      "                                 page_size);\n"
+      "}}\n"
+      "\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int determine_num_splits_capacity_only(const ShapeInfo& shape) {{\n"
+      "  return determine_num_splits_capacity_only(shape.batch, shape.num_kv_heads, shape.head_dim,\n"
+      "                                            shape.cache_capacity, shape.page_size);\n"
+      "}}\n"
+      "\n"
+      "// The entry point: the real-length table when max_seqlen is known, else the capacity table.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int determine_num_splits(const ShapeInfo& shape) {{\n"
+      "  return shape.max_seqlen > 0\n"
+      "             ? determine_num_splits_real_length(shape.batch, shape.num_kv_heads, shape.head_dim,\n"
+      "                                                shape.max_seqlen, shape.page_size)\n"
+      "             : determine_num_splits_capacity_only(shape);\n"
+      "}}\n"
+      "\n"
+      "// Per-sequence choice on the device (DecodeParams::splits_by_length, num_splits = auto): the\n"
+      "// real-length table's answer for every length bucket i (lengths nearest 2^i in log scale,\n"
+      "// the buckets of kernels' length_bucket()) for this batch's CTAs, clamped to [1, 255].\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline void fill_splits_by_length(int batch, int num_kv_heads, int head_dim,\n"
+      "                                                                int page_size, unsigned char* splits,\n"
+      "                                                                int buckets) {{\n"
+      "  for (int i = 0; i < buckets; ++i) {{\n"
+      "    const int length = i < 30 ? (1 << i) : (1 << 30);\n"
+      "    const int s = determine_num_splits_real_length(batch, num_kv_heads, head_dim, length, page_size);\n"
+      "    splits[i] = (unsigned char)(s > 255 ? 255 : s);\n"
+      "  }}\n"
+      "}}\n"
+      "\n"
+      "// Drop-in for FlashAttention's num_splits heuristic call site. seqlen_k is taken as the\n"
+      "// cache CAPACITY, because that is what FlashAttention passes from its KV-cache path\n"
+      "// (kcache.size(1), or block_table.size(1) * page_size); callers that pass a real max length\n"
+      "// should call determine_num_splits_real_length instead. The work count follows FA: with one\n"
+      "// query token and grouped heads the group folds into M (batch * num_heads_k * ceil(group / 64)),\n"
+      "// otherwise batch * num_heads * ceil(seqlen_q / 64). It is rescaled to this table's SM\n"
+      "// count when num_SMs differs ({sms}), so that the table sees the same CTAs per SM. The\n"
+      "// contiguous plane is used: FA's signature carries no page size.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int num_splits_heuristic_fa(int batch, int num_heads, int num_heads_k,\n"
+      "                                                                 int head_size, int seqlen_q, int seqlen_k,\n"
+      "                                                                 int num_SMs) {{\n"
+      "  const int heads_k = num_heads_k > 0 ? num_heads_k : 1;\n"
+      "  const int group = num_heads > heads_k ? num_heads / heads_k : 1;\n"
+      "  const long long rows = seqlen_q > 0 ? seqlen_q : 1;\n"
+      "  const long long work = (rows == 1 && group > 1)\n"
+      "                             ? detail::ctas_before_splitting(batch, heads_k) * ((group + 63) / 64)\n"
+      "                             : detail::ctas_before_splitting(batch, num_heads > 0 ? num_heads : 1) * ((rows + 63) / 64);\n"
+      "  const long long ctas = num_SMs > 0 ? (work * kSmCount + num_SMs / 2) / num_SMs : work;\n"
+      "  return detail::capacity_lookup(ctas, head_size, seqlen_k, 0);\n"
+      "}}\n"
+      "\n"
+      "}}  // namespace splitkv::generated::{short}\n",
+      fmt::arg("sms", p.sm_count), fmt::arg("short", p.short_name));
+  return out;
+}
+
+TextDifference first_difference(std::string_view expected, std::string_view actual) {
+  // Split into lines; a final line without '\n' is marked so that a missing last newline
+  // shows as a difference too.
+  const auto lines = [](std::string_view text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+      const std::size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) {
+        out.emplace_back(std::string(text.substr(start)) + " <no newline at end of file>");
+        break;
+      }
+      out.emplace_back(text.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> a = lines(expected), b = lines(actual);
+  TextDifference d;
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string la = i < a.size() ? a[i] : "<end of file>";
+    const std::string lb = i < b.size() ? b[i] : "<end of file>";
+    if (la != lb) {
+      d.line = int(i) + 1;
+      d.expected = la;
+      d.actual = lb;
+      return d;
+    }
+  }
+  return d;
+}
+
+}  // namespace splitkv::heuristics

@@ -1,0 +1,288 @@
+#include "splitkv/heuristics/measurements.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "splitkv/split_partition.hpp"
+#include "splitkv/tuner/sha256.hpp"
+#include "splitkv/tuner/sidecar.hpp"
+
+namespace splitkv::heuristics {
+namespace {
+
+namespace fs = std::filesystem;
+using tuner::PointStatus;
+using tuner::ResultRow;
+
+auto shape_fields(const tuner::SweepPoint& p) {
+  return std::make_tuple(int(p.layout), p.page_size, int(p.dtype), p.head_dim, p.num_heads,
+                         p.num_kv_heads, p.batch, p.context_len, p.cache_capacity,
+                         int(p.length_distribution));
+}
+
+std::string read_bytes(const std::string& path) {
+  std::error_code error;
+  if (!fs::exists(path, error)) throw InputError(fmt::format("{}: cannot open: no such file", path));
+  if (fs::is_directory(path, error)) throw InputError(fmt::format("{}: is a folder, not a results CSV", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The kernel to fit: the requested one, else the only one, else "splitkv" (ours).
+std::string pick_kernel(const std::set<std::string>& kernels, const std::string& requested,
+                        const std::string& source) {
+  const auto list = [&] {
+    std::string text;
+    for (const auto& k : kernels) text += (text.empty() ? "" : ", ") + k;
+    return text;
+  };
+  if (!requested.empty()) {
+    if (!kernels.count(requested)) {
+      throw InputError(fmt::format("{}: no ok rows of kernel \"{}\" (kernels with ok rows: {})",
+                                   source, requested, list()));
+    }
+    return requested;
+  }
+  if (kernels.size() == 1) return *kernels.begin();
+  if (kernels.count("splitkv")) return "splitkv";
+  throw InputError(fmt::format("{}: rows of several kernels ({}); choose one with --kernel", source,
+                               list()));
+}
+
+}  // namespace
+
+int MeasuredShape::kv_tiles() const { return ceil_div(point.context_len, kTokensPerTile); }
+
+int MeasuredShape::capacity_tokens() const {
+  if (point.layout == KvLayout::paged && point.page_size > 0) {
+    return point.block_table_width() * point.page_size;
+  }
+  return point.cache_capacity;
+}
+
+const SplitTiming* MeasuredShape::find(int num_splits) const {
+  const auto it = std::lower_bound(
+      timings.begin(), timings.end(), num_splits,
+      [](const SplitTiming& t, int splits) { return t.num_splits < splits; });
+  return it != timings.end() && it->num_splits == num_splits ? &*it : nullptr;
+}
+
+bool shape_less(const tuner::SweepPoint& a, const tuner::SweepPoint& b) {
+  return shape_fields(a) < shape_fields(b);
+}
+
+int known_sm_count(std::string_view gpu_name) {
+  // Only cards whose name pins the SM count; MIG slices and cut-down parts report other
+  // names or counts and must bring a sidecar or --num-sms.
+  static constexpr std::pair<std::string_view, int> kKnown[] = {
+      {"NVIDIA H200", 132},
+      {"NVIDIA H100 80GB HBM3", 132},
+      {"NVIDIA H100 PCIe", 114},
+      {"NVIDIA A100-SXM4-80GB", 108},
+      {"NVIDIA A100-SXM4-40GB", 108},
+  };
+  for (const auto& [name, sms] : kKnown) {
+    if (name == gpu_name) return sms;
+  }
+  return 0;
+}
+
+std::string display_path(const std::string& path) {
+  fs::path p(path);
+  if (p.is_absolute()) {
+    std::error_code error;
+    const fs::path cwd = fs::current_path(error);
+    if (!error) {
+      const fs::path relative = p.lexically_normal().lexically_relative(cwd);
+      if (!relative.empty() && *relative.begin() != "..") p = relative;
+    }
+  }
+  return p.lexically_normal().generic_string();
+}
+
+namespace {
+
+// Parse, validate and group; the SM count is left for the callers, which know where to look.
+Measurements parse_and_group(std::string_view text, const std::string& source,
+                             const LoadOptions& options) {
+  tuner::ResultsCsv csv;
+  try {
+    csv = tuner::parse_results_csv(text, source);
+  } catch (const tuner::CsvError& error) {
+    throw InputError(error.what());
+  }
+  if (csv.rows.empty()) {
+    throw InputError(csv.torn || !text.empty()
+                         ? fmt::format("{}: holds no complete data rows", source)
+                         : fmt::format("{}: is empty (no header, no rows)", source));
+  }
+
+  Measurements m;
+  m.source = source;
+  m.source_display = display_path(source);
+  m.sha256 = tuner::sha256_hex(text);
+  m.counts.rows = std::int64_t(csv.rows.size());
+  m.counts.torn_tail = csv.torn.has_value();
+  m.gpu = csv.rows.front().gpu;
+
+  // One GPU per file and one final row per point: the tuner's rule, shared with the sweep.
+  try {
+    tuner::check_results_consistency(csv, source);
+  } catch (const tuner::CsvError& error) {
+    throw InputError(error.what());
+  }
+  // A point may also hold throttled rows (a resume times those again): its final row wins,
+  // else its last throttled row; the others are superseded.
+  std::unordered_map<std::string, std::size_t> row_of_point;
+  for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+    const ResultRow& row = csv.rows[i];
+    const int line = csv.row_lines[i];
+    if (row.status == PointStatus::ok) {
+      if (!(row.time_us_median > 0) || !std::isfinite(row.time_us_median)) {
+        throw InputError(fmt::format("{}:{}: time_us_median {} is not a positive finite time",
+                                     source, line, row.time_us_median));
+      }
+      if (!(row.cv >= 0) || !std::isfinite(row.cv)) {
+        throw InputError(fmt::format("{}:{}: cv {} is not a finite number >= 0", source, line, row.cv));
+      }
+    }
+    const auto [it, inserted] = row_of_point.emplace(tuner::resume_key(row), i);
+    if (!inserted && (row.status != PointStatus::throttled ||
+                      csv.rows[it->second].status == PointStatus::throttled)) {
+      it->second = i;
+    }
+  }
+  std::vector<bool> superseded(csv.rows.size(), true);
+  for (const auto& [key, i] : row_of_point) superseded[i] = false;
+
+  std::set<std::string> kernels_with_ok;
+  for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+    if (!superseded[i] && csv.rows[i].status == PointStatus::ok) kernels_with_ok.insert(csv.rows[i].kernel);
+  }
+  if (kernels_with_ok.empty()) {
+    throw InputError(fmt::format("{}: none of its {} rows has status ok; nothing to fit", source,
+                                 csv.rows.size()));
+  }
+  m.kernel = pick_kernel(kernels_with_ok, options.kernel, source);
+
+  // Group ok rows of the chosen kernel by shape.
+  std::map<std::string, MeasuredShape> by_shape;
+  std::set<std::string> shapes_seen;
+  for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+    const ResultRow& row = csv.rows[i];
+    if (superseded[i]) {
+      ++m.counts.superseded;
+      continue;
+    }
+    if (row.kernel != m.kernel) {
+      if (row.status == PointStatus::ok) ++m.counts.other_kernels;
+      continue;
+    }
+    tuner::SweepPoint shape = row.point;
+    shape.num_splits = 0;
+    const std::string shape_key = shape.shape_key();
+    shapes_seen.insert(shape_key);
+    if (row.status != PointStatus::ok) {
+      ++m.counts.excluded[std::string(tuner::to_string(row.status))];
+      continue;
+    }
+    ++m.counts.ok;
+    MeasuredShape& entry = by_shape[shape_key];
+    entry.kernel = row.kernel;
+    entry.point = shape;
+    entry.timings.push_back({row.point.num_splits, row.time_us_median, row.cv, csv.row_lines[i]});
+  }
+  for (auto& [key, shape] : by_shape) {
+    std::sort(shape.timings.begin(), shape.timings.end(),
+              [](const SplitTiming& a, const SplitTiming& b) { return a.num_splits < b.num_splits; });
+    m.shapes.push_back(std::move(shape));
+  }
+  std::sort(m.shapes.begin(), m.shapes.end(), [](const MeasuredShape& a, const MeasuredShape& b) {
+    return shape_less(a.point, b.point);
+  });
+  m.counts.shapes = std::int64_t(m.shapes.size());
+  m.counts.shapes_without_ok_rows = std::int64_t(shapes_seen.size()) - m.counts.shapes;
+
+  return m;
+}
+
+void resolve_sm_count_from_flag(Measurements& m, const LoadOptions& options) {
+  if (m.sm_count == 0 && options.sm_count > 0) {
+    m.sm_count = options.sm_count;
+    m.sm_count_source = "flag";
+  }
+}
+
+void resolve_sm_count_from_known_list(Measurements& m) {
+  if (m.sm_count > 0) return;
+  if (const int known = known_sm_count(m.gpu); known > 0) {
+    m.sm_count = known;
+    m.sm_count_source = "known GPU list";
+  }
+}
+
+void require_sm_count(const Measurements& m) {
+  if (m.sm_count > 0) return;
+  throw InputError(fmt::format("{}: cannot tell the SM count of \"{}\": no sidecar with "
+                               "device.sm_count and not a known GPU; pass --num-sms",
+                               m.source, m.gpu));
+}
+
+}  // namespace
+
+Measurements measurements_from_text(std::string_view text, const std::string& source,
+                                    const LoadOptions& options) {
+  Measurements m = parse_and_group(text, source, options);
+  resolve_sm_count_from_flag(m, options);
+  resolve_sm_count_from_known_list(m);
+  require_sm_count(m);
+  return m;
+}
+
+Measurements load_measurements(const std::string& path, const LoadOptions& options) {
+  const std::string bytes = read_bytes(path);
+  // SM count precedence: the flag, then the sidecar, then the known-GPU list.
+  Measurements m = parse_and_group(bytes, path, options);
+  resolve_sm_count_from_flag(m, options);
+
+  if (options.read_sidecar) {
+    const std::string sidecar_path = tuner::sidecar_path_for(path);
+    std::error_code error;
+    if (fs::exists(sidecar_path, error)) {
+      tuner::Sidecar sidecar;
+      try {
+        sidecar = tuner::read_sidecar(sidecar_path);
+      } catch (const std::exception& failure) {
+        throw InputError(fmt::format("{}: sidecar of {} is unreadable: {}", sidecar_path, path,
+                                     failure.what()));
+      }
+      if (!sidecar.device.name.empty() && sidecar.device.name != m.gpu) {
+        throw InputError(fmt::format("{}: device.name \"{}\" differs from the CSV's gpu \"{}\"",
+                                     sidecar_path, sidecar.device.name, m.gpu));
+      }
+      m.measured_at = !sidecar.finished_at.empty() ? sidecar.finished_at : sidecar.started_at;
+      if (m.sm_count == 0 && sidecar.device.sm_count > 0) {
+        m.sm_count = sidecar.device.sm_count;
+        m.sm_count_source = "sidecar";
+      }
+    }
+  }
+  resolve_sm_count_from_known_list(m);
+  require_sm_count(m);
+  return m;
+}
+
+}  // namespace splitkv::heuristics

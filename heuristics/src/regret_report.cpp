@@ -1,0 +1,313 @@
+#include "splitkv/heuristics/regret_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "splitkv/tuner/sweep_point.hpp"
+
+namespace splitkv::heuristics {
+namespace {
+
+constexpr double kWithinRegret = 1.05;
+
+PolicyOutcome outcome_for(const MeasuredShape& shape, const OracleChoice& oracle, const Policy& policy) {
+  PolicyOutcome out;
+  out.evaluated = true;
+  out.pick = policy.pick(shape);
+  out.measured = time_at_splits(shape, out.pick.evaluated_splits);
+  out.regret = out.measured.time_us / oracle.fastest_time_us;
+  return out;
+}
+
+std::string ratio(double v) { return fmt::format("{:.4f}", v); }
+std::string percent(double v) { return fmt::format("{:.1f}%", 100.0 * v); }
+
+}  // namespace
+
+Evaluation evaluate_policies(const std::string& dataset, const std::vector<MeasuredShape>& shapes,
+                             const std::vector<Policy>& policies) {
+  Evaluation e;
+  e.dataset = dataset;
+  for (const Policy& p : policies) {
+    e.policies.push_back(p.name);
+    e.descriptions.push_back(p.description);
+  }
+  e.shapes.reserve(shapes.size());
+  for (const MeasuredShape& shape : shapes) {
+    ShapeResult r{shape, oracle_choice(shape), {}};
+    for (const Policy& p : policies) r.outcomes.push_back(outcome_for(shape, r.oracle, p));
+    e.shapes.push_back(std::move(r));
+  }
+  return e;
+}
+
+std::vector<CrossValidationScheme> default_cross_validation_schemes() {
+  return {
+      {"context_len", [](const MeasuredShape& s) { return s.point.context_len; }},
+      {"batch", [](const MeasuredShape& s) { return s.point.batch; }},
+  };
+}
+
+std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shapes,
+                                         const CrossValidationScheme& scheme, int num_sms,
+                                         const FitOptions& options) {
+  std::map<int, std::vector<std::size_t>> folds;
+  for (std::size_t i = 0; i < shapes.size(); ++i) folds[scheme.fold_key(shapes[i])].push_back(i);
+  if (folds.size() < 2) return std::nullopt;
+
+  std::vector<std::optional<ShapeResult>> results(shapes.size());
+  Evaluation e;
+  e.dataset = fmt::format("cv_leave_one_{}_out", scheme.name);
+  for (const auto& [key, held_out] : folds) {
+    std::vector<MeasuredShape> training;
+    std::vector<bool> is_held(shapes.size(), false);
+    for (std::size_t i : held_out) is_held[i] = true;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      if (!is_held[i]) training.push_back(shapes[i]);
+    }
+    FitOptions fold_options = options;
+    fold_options.diagnose_dtypes = false;  // only the tables matter for held-out regret
+    const FittedHeuristic fit = fit_heuristic(training, fold_options);
+    const std::vector<Policy> policies = all_policies(fit, num_sms);
+    if (e.policies.empty()) {
+      for (const Policy& p : policies) {
+        e.policies.push_back(p.name);
+        e.descriptions.push_back(p.description);
+      }
+    }
+    for (std::size_t i : held_out) {
+      ShapeResult r{shapes[i], oracle_choice(shapes[i]), std::vector<PolicyOutcome>(policies.size())};
+      for (std::size_t k = 0; k < policies.size(); ++k) {
+        if (policies[k].fitted) r.outcomes[k] = outcome_for(shapes[i], r.oracle, policies[k]);
+      }
+      results[i] = std::move(r);
+    }
+  }
+  for (auto& r : results) e.shapes.push_back(std::move(*r));
+  return e;
+}
+
+RegretStats regret_stats(const std::vector<double>& regrets, int exact) {
+  RegretStats s;
+  s.shapes = int(regrets.size());
+  if (regrets.empty()) return s;
+  std::vector<double> sorted = regrets;
+  std::sort(sorted.begin(), sorted.end());
+  double log_sum = 0;
+  int within = 0;
+  for (double r : sorted) {
+    log_sum += std::log(r);
+    within += r <= kWithinRegret ? 1 : 0;
+  }
+  const std::size_t n = sorted.size();
+  s.geomean = std::exp(log_sum / double(n));
+  const std::size_t rank = std::size_t(std::ceil(0.95 * double(n)));  // 1-based nearest rank
+  s.p95 = sorted[std::max<std::size_t>(rank, 1) - 1];
+  s.max = sorted.back();
+  s.within_5pct = double(within) / double(n);
+  s.exact_share = exact < 0 ? 1.0 : double(exact) / double(n);
+  return s;
+}
+
+std::vector<ShapeSubset> default_subsets() {
+  return {
+      {"all", "every shape", [](const MeasuredShape&) { return true; }},
+      {"capacity_gt_length", "cache capacity above the real length (the FA2 capacity scenario)",
+       [](const MeasuredShape& s) { return s.capacity_tokens() > s.point.context_len; }},
+      {"capacity_eq_length", "cache sized to the real length (capacity rounded up to whole pages)",
+       [](const MeasuredShape& s) { return s.capacity_tokens() <= s.point.context_len; }},
+  };
+}
+
+std::vector<RegretSummaryRow> summarize(const Evaluation& evaluation, const std::vector<ShapeSubset>& subsets) {
+  std::vector<RegretSummaryRow> rows;
+  for (const ShapeSubset& subset : subsets) {
+    for (std::size_t k = 0; k < evaluation.policies.size(); ++k) {
+      std::vector<double> regrets;
+      int exact = 0;
+      for (const ShapeResult& r : evaluation.shapes) {
+        if (!subset.contains(r.shape) || !r.outcomes[k].evaluated) continue;
+        regrets.push_back(r.outcomes[k].regret);
+        exact += r.outcomes[k].measured.match == SplitMatch::exact ? 1 : 0;
+      }
+      if (regrets.empty()) continue;
+      rows.push_back({evaluation.dataset, subset.name, evaluation.policies[k], regret_stats(regrets, exact)});
+    }
+  }
+  return rows;
+}
+
+std::string regret_summary_csv(const std::vector<RegretSummaryRow>& rows) {
+  std::string out = "dataset,subset,policy,shapes,geomean_regret,p95_regret,max_regret,within_5pct,exact_split_share\n";
+  for (const RegretSummaryRow& r : rows) {
+    out += fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f}\n", r.dataset, r.subset, r.policy, r.stats.shapes,
+                       ratio(r.stats.geomean), ratio(r.stats.p95), ratio(r.stats.max), r.stats.within_5pct,
+                       r.stats.exact_share);
+  }
+  return out;
+}
+
+std::string regret_points_csv(const std::vector<Evaluation>& evaluations) {
+  // Column groups come from the first evaluation; every evaluation uses the same policy list.
+  std::vector<std::string> policies;
+  for (const Evaluation& e : evaluations) {
+    if (!e.policies.empty()) {
+      policies = e.policies;
+      break;
+    }
+  }
+  std::string out =
+      "dataset,kernel,layout,page_size,dtype,batch,num_heads,num_kv_heads,head_dim,context_len,cache_capacity,"
+      "timed_counts,fastest_splits,fastest_time_us,oracle_splits,oracle_time_us";
+  for (const std::string& p : policies) {
+    out += fmt::format(",{0}_splits,{0}_timed_splits,{0}_match,{0}_time_us,{0}_regret", p);
+  }
+  out += '\n';
+  for (const Evaluation& e : evaluations) {
+    for (const ShapeResult& r : e.shapes) {
+      const tuner::SweepPoint& p = r.shape.point;
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{},{:.3f}", e.dataset, r.shape.kernel,
+                         tuner::to_string(p.layout), p.page_size, tuner::to_string(p.dtype), p.batch, p.num_heads,
+                         p.num_kv_heads, p.head_dim, p.context_len, p.cache_capacity, r.shape.timings.size(),
+                         r.oracle.fastest_splits, r.oracle.fastest_time_us, r.oracle.num_splits, r.oracle.time_us);
+      for (std::size_t k = 0; k < policies.size(); ++k) {
+        const PolicyOutcome* o = k < r.outcomes.size() && r.outcomes[k].evaluated ? &r.outcomes[k] : nullptr;
+        if (o == nullptr) {
+          out += ",,,,,";
+          continue;
+        }
+        out += fmt::format(",{},{},{},{:.3f},{}", o->pick.splits, o->measured.timed, to_string(o->measured.match),
+                           o->measured.time_us, ratio(o->regret));
+      }
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string summary_table(const std::vector<RegretSummaryRow>& rows, const std::string& dataset,
+                          const std::string& subset) {
+  std::string out =
+      "| policy | shapes | geomean | p95 | max | within 5% | split timed exactly |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  bool any = false;
+  for (const RegretSummaryRow& r : rows) {
+    if (r.dataset != dataset || r.subset != subset) continue;
+    any = true;
+    const bool ours = r.policy == "ours" || r.policy == "ours_capacity_only";
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", ours ? "**" + r.policy + "**" : r.policy,
+                       r.stats.shapes, ratio(r.stats.geomean), ratio(r.stats.p95), ratio(r.stats.max),
+                       percent(r.stats.within_5pct), percent(r.stats.exact_share));
+  }
+  return any ? out : std::string();
+}
+
+}  // namespace
+
+std::string regret_markdown(const std::vector<Evaluation>& evaluations, const std::vector<RegretSummaryRow>& rows,
+                            const ReportContext& c) {
+  std::string out = fmt::format(
+      "# num_splits regret on {gpu} ({sms} SMs)\n\n"
+      "Regret of a policy on a shape = the measured time at the split count it picks / the fastest measured\n"
+      "time of that shape (so 1.0000 is the best the sweep found). Kernel timed: `{kernel}`.\n"
+      "Training data: `{train}` (sha256 `{train_sha}`).\n",
+      fmt::arg("gpu", c.gpu), fmt::arg("sms", c.sm_count), fmt::arg("kernel", c.kernel),
+      fmt::arg("train", c.training_input), fmt::arg("train_sha", c.training_sha256));
+  if (!c.validation_input.empty()) {
+    out += fmt::format("Validation data: `{}` (sha256 `{}`), never seen by the fit.\n", c.validation_input,
+                       c.validation_sha256);
+  }
+  out +=
+      "\n- geomean, p95 (nearest rank) and max are over shapes; *within 5%* is the share with regret <= 1.05.\n"
+      "- *split timed exactly*: share of shapes where the sweep timed the policy's own split count. Otherwise\n"
+      "  the time is that of the count doing the same work on our kernel (`same_partition`) or of the nearest\n"
+      "  timed count in log2 (`nearest`); `regret_points.csv` names the rule per shape (heuristics/FIT.md).\n"
+      "- `fa2_capacity` is timed at the splits of FA2's capacity partition that overlap the real length.\n"
+      "- `oracle` picks the fewest splits within the noise of the fastest, so its regret is the noise it accepts.\n";
+  if (!evaluations.empty()) {
+    out += "\n## Policies\n\n| policy | what it does |\n| --- | --- |\n";
+    for (std::size_t k = 0; k < evaluations.front().policies.size(); ++k) {
+      out += fmt::format("| {} | {} |\n", evaluations.front().policies[k], evaluations.front().descriptions[k]);
+    }
+  }
+  const std::map<std::string, std::string> titles = {
+      {"in_sample", "In sample (fitted and evaluated on the training shapes)"},
+      {"validation", "Validation (off-grid shapes the fit never saw)"},
+      {"cv_leave_one_context_len_out", "Cross-validation: leave one context length out"},
+      {"cv_leave_one_batch_out", "Cross-validation: leave one batch size out"},
+  };
+  for (const Evaluation& e : evaluations) {
+    const auto title = titles.count(e.dataset) ? titles.at(e.dataset) : e.dataset;
+    out += fmt::format("\n## {}\n", title);
+    if (e.dataset.rfind("cv_", 0) == 0) {
+      out += "\nEach group of shapes sharing the held-out value is evaluated with tables fitted on all the other "
+             "shapes.\n";
+    }
+    for (const ShapeSubset& subset : default_subsets()) {
+      const std::string table = summary_table(rows, e.dataset, subset.name);
+      if (table.empty()) continue;
+      out += fmt::format("\n### {} ({})\n\n{}", subset.name, subset.description, table);
+    }
+  }
+  return out;
+}
+
+std::string fit_markdown(const FittedHeuristic& fit, const Measurements& m) {
+  const RowCounts& c = m.counts;
+  std::string excluded;
+  for (const auto& [status, n] : c.excluded) excluded += fmt::format("{}{} {}", excluded.empty() ? "" : ", ", n, status);
+  std::string out = fmt::format(
+      "# Fit of the num_splits tables\n\n"
+      "- input: `{}` (sha256 `{}`){}\n"
+      "- GPU: {} ({} SMs, from the {}); kernel fitted: `{}`\n"
+      "- rows: {} read, {} ok and used; excluded by status: {}; {} throttled rows superseded by a re-measurement; "
+      "{} ok rows of other kernels ignored{}\n"
+      "- shapes: {} with at least one ok row; {} shapes had no ok row\n",
+      m.source_display, m.sha256, m.measured_at.empty() ? "" : ", measured " + m.measured_at, m.gpu, m.sm_count,
+      m.sm_count_source, m.kernel, c.rows, c.ok, excluded.empty() ? "none" : excluded, c.superseded,
+      c.other_kernels, c.torn_tail ? "; a torn last line was dropped" : "", c.shapes, c.shapes_without_ok_rows);
+
+  const FitNotes& n = fit.notes;
+  out += "\n## Decisions taken from the data\n\n";
+  if (n.page_sizes.size() > 1) {
+    out += fmt::format(
+        "- page sizes {}: in-sample geomean regret of the paged shapes is {} with one paged table and {} with a "
+        "table per page size; {} (a table per page size must gain more than 0.5%).\n",
+        fmt::join(n.page_sizes, ", "), ratio(n.paged_geomean_pooled), ratio(n.paged_geomean_separate),
+        n.page_sizes_separate ? "**a table per page size**" : "**one paged table**");
+  } else if (n.page_sizes.size() == 1) {
+    out += fmt::format("- page sizes: only {} in the data; one paged table serves every page size.\n", n.page_sizes[0]);
+  } else {
+    out += "- page sizes: no paged shapes; paged lookups use the contiguous table.\n";
+  }
+  if (n.dtype_checks.empty()) {
+    out += fmt::format("- dtypes: only {} in the data.\n", fmt::join(n.dtypes, ", "));
+  } else {
+    out += "- dtypes share one table. What a table of its own would gain each dtype (in-sample geomean regret):\n";
+    for (const auto& d : n.dtype_checks) {
+      out += fmt::format("  - {} ({} shapes): {} with the shared table, {} with its own\n", d.dtype, d.shapes,
+                         ratio(d.geomean_pooled), ratio(d.geomean_own_table));
+    }
+  }
+  for (const SplitTable* t : {&fit.real_length, &fit.capacity_only}) {
+    const TableGrid& g = t->grid;
+    int decided = 0;
+    for (int v : t->shapes_in_cell) decided += v > 0 ? 1 : 0;
+    out += fmt::format(
+        "\n## Table `{}`\n\n- CTA buckets 2^{}..2^{}, {} buckets 2^{}..2^{}\n- head_dim classes {}; layout classes {}\n"
+        "- {} of {} cells decided by measured shapes, the rest copied from the nearest decided cell\n",
+        to_string(t->axis), g.cta_log2_min, g.cta_log2_min + g.cta_buckets - 1,
+        t->axis == LengthAxis::real_length ? "real-length" : "capacity", g.length_log2_min,
+        g.length_log2_min + g.length_buckets - 1, fmt::join(g.head_dims, ", "), g.layout_classes(), decided,
+        t->shapes_in_cell.size());
+  }
+  return out;
+}
+
+}  // namespace splitkv::heuristics

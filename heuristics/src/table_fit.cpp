@@ -1,0 +1,353 @@
+#include "splitkv/heuristics/table_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "splitkv/heuristics/measured_time.hpp"
+#include "splitkv/tuner/sweep_point.hpp"
+
+namespace splitkv::heuristics {
+namespace {
+
+constexpr std::int64_t kBucketValueCap = std::int64_t(1) << 30;
+
+int floor_log2(std::uint64_t v) {
+  int r = 0;
+  while (v > 1) {
+    v >>= 1;
+    ++r;
+  }
+  return r;
+}
+
+double log_ratio(const MeasuredShape& shape, const OracleChoice& oracle, int splits) {
+  return std::log(time_at_splits(shape, splits).time_us / oracle.fastest_time_us);
+}
+
+}  // namespace
+
+int log2_bucket(std::int64_t value) {
+  if (value <= 1) return 0;
+  const std::uint64_t v = std::uint64_t(std::min(value, kBucketValueCap));
+  const int i = floor_log2(v);
+  // v >= 2^i * sqrt(2)  <=>  v^2 >= 2^(2i+1); v <= 2^30 keeps v^2 inside 64 bits.
+  return i + (v * v >= (std::uint64_t(1) << (2 * i + 1)) ? 1 : 0);
+}
+
+int geometric_midpoint(int a, int b) {
+  const std::int64_t product = std::int64_t(a) * b;
+  std::int64_t t = std::int64_t(std::sqrt(double(product)));
+  while (t * t < product) ++t;
+  while (t > 0 && (t - 1) * (t - 1) >= product) --t;
+  return int(t);
+}
+
+std::string_view to_string(LengthAxis axis) {
+  return axis == LengthAxis::real_length ? "real_length" : "capacity";
+}
+
+// ---- TableGrid ------------------------------------------------------------------------------
+
+std::vector<int> TableGrid::head_dim_thresholds() const {
+  std::vector<int> out;
+  for (std::size_t k = 1; k < head_dims.size(); ++k) out.push_back(geometric_midpoint(head_dims[k - 1], head_dims[k]));
+  return out;
+}
+
+std::vector<int> TableGrid::page_size_thresholds() const {
+  std::vector<int> out;
+  for (std::size_t k = 1; k < paged_classes.size(); ++k) {
+    out.push_back(geometric_midpoint(paged_classes[k - 1].back(), paged_classes[k].front()));
+  }
+  return out;
+}
+
+int TableGrid::head_dim_class(int head_dim) const {
+  int c = 0;
+  for (int t : head_dim_thresholds()) c += head_dim >= t ? 1 : 0;
+  return c;
+}
+
+int TableGrid::layout_class(int page_size) const {
+  int c = page_size > 0 ? 1 : 0;
+  for (int t : page_size_thresholds()) c += page_size >= t ? 1 : 0;
+  return std::min(c, layout_classes() - 1);
+}
+
+int TableGrid::cta_index(std::int64_t ctas) const {
+  return std::clamp(log2_bucket(ctas) - cta_log2_min, 0, cta_buckets - 1);
+}
+
+int TableGrid::buckets_below(std::int64_t ctas) const {
+  return std::max(0, cta_log2_min - log2_bucket(ctas));
+}
+
+int TableGrid::length_index(std::int64_t tokens) const {
+  return std::clamp(log2_bucket(tokens) - length_log2_min, 0, length_buckets - 1);
+}
+
+// ---- SplitTable -----------------------------------------------------------------------------
+
+std::size_t SplitTable::index(int hd, int lay, int y, int x) const {
+  return ((std::size_t(hd) * grid.layout_classes() + lay) * grid.length_buckets + y) * grid.cta_buckets + x;
+}
+
+int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, int page_size) const {
+  const std::int64_t ctas = std::int64_t(std::max(batch, 1)) * std::max(num_kv_heads, 1);
+  std::int64_t s = splits[index(grid.head_dim_class(head_dim), grid.layout_class(page_size),
+                                grid.length_index(tokens), grid.cta_index(ctas))];
+  // Below the fewest CTAs measured: double per missing bucket, at most max_splits.
+  const int below = grid.buckets_below(ctas);
+  s = std::min<std::int64_t>(s << std::min(below, 8), max_splits);
+  const std::int64_t tiles = (std::int64_t(std::max(tokens, 0)) + 63) / 64;
+  return int(std::max<std::int64_t>(1, std::min<std::int64_t>(s, tiles)));
+}
+
+int table_tokens(const MeasuredShape& shape, LengthAxis axis) {
+  return axis == LengthAxis::real_length ? shape.point.context_len : shape.capacity_tokens();
+}
+
+int SplitTable::lookup(const MeasuredShape& shape) const {
+  const auto& p = shape.point;
+  return lookup(p.batch, p.num_kv_heads, p.head_dim, table_tokens(shape, axis),
+                p.layout == KvLayout::paged ? p.page_size : 0);
+}
+
+// ---- fitting --------------------------------------------------------------------------------
+
+namespace {
+
+TableGrid grid_for(const std::vector<MeasuredShape>& shapes, LengthAxis axis,
+                   const std::vector<std::vector<int>>& paged_classes) {
+  TableGrid grid;
+  std::set<int> head_dims;
+  int cta_lo = std::numeric_limits<int>::max(), cta_hi = 0;
+  int len_lo = std::numeric_limits<int>::max(), len_hi = 0;
+  for (const MeasuredShape& s : shapes) {
+    head_dims.insert(s.point.head_dim);
+    const int cta = log2_bucket(std::int64_t(s.point.batch) * s.point.num_kv_heads);
+    const int len = log2_bucket(table_tokens(s, axis));
+    cta_lo = std::min(cta_lo, cta);
+    cta_hi = std::max(cta_hi, cta);
+    len_lo = std::min(len_lo, len);
+    len_hi = std::max(len_hi, len);
+  }
+  grid.head_dims.assign(head_dims.begin(), head_dims.end());
+  grid.paged_classes = paged_classes;
+  grid.cta_log2_min = cta_lo;
+  grid.cta_buckets = cta_hi - cta_lo + 1;
+  grid.length_log2_min = len_lo;
+  grid.length_buckets = len_hi - len_lo + 1;
+  return grid;
+}
+
+// Fills each empty cell of one (head_dim, layout) plane from the nearest decided cell:
+// squared distance in bucket steps, ties to the larger split count (too few splits idles
+// SMs, which costs more than one extra combine).
+void fill_plane(SplitTable& table, int hd, int lay) {
+  const TableGrid& g = table.grid;
+  std::vector<int> filled(table.splits.size(), -1);
+  for (int y = 0; y < g.length_buckets; ++y) {
+    for (int x = 0; x < g.cta_buckets; ++x) {
+      if (table.shapes_in_cell[table.index(hd, lay, y, x)] > 0) continue;
+      int best_d2 = std::numeric_limits<int>::max(), best_splits = 0;
+      for (int yy = 0; yy < g.length_buckets; ++yy) {
+        for (int xx = 0; xx < g.cta_buckets; ++xx) {
+          const std::size_t i = table.index(hd, lay, yy, xx);
+          if (table.shapes_in_cell[i] == 0) continue;
+          const int d2 = (yy - y) * (yy - y) + (xx - x) * (xx - x);
+          if (d2 < best_d2 || (d2 == best_d2 && table.splits[i] > best_splits)) {
+            best_d2 = d2;
+            best_splits = table.splits[i];
+          }
+        }
+      }
+      filled[table.index(hd, lay, y, x)] = best_splits;
+    }
+  }
+  for (std::size_t i = 0; i < filled.size(); ++i) {
+    if (filled[i] >= 0) table.splits[i] = filled[i];
+  }
+}
+
+bool plane_has_data(const SplitTable& table, int hd, int lay) {
+  const TableGrid& g = table.grid;
+  for (int y = 0; y < g.length_buckets; ++y) {
+    for (int x = 0; x < g.cta_buckets; ++x) {
+      if (table.shapes_in_cell[table.index(hd, lay, y, x)] > 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
+                           const std::vector<OracleChoice>& oracles, LengthAxis axis,
+                           const std::vector<std::vector<int>>& paged_classes,
+                           const FitOptions& options) {
+  if (shapes.empty()) throw std::invalid_argument("fit_split_table: no shapes");
+  if (shapes.size() != oracles.size()) throw std::invalid_argument("fit_split_table: oracles do not match shapes");
+  SplitTable table;
+  table.axis = axis;
+  table.grid = grid_for(shapes, axis, paged_classes);
+  const TableGrid& g = table.grid;
+  const std::size_t cells = std::size_t(g.head_dim_classes()) * g.layout_classes() * g.length_buckets * g.cta_buckets;
+  table.splits.assign(cells, 1);
+  table.shapes_in_cell.assign(cells, 0);
+  for (const MeasuredShape& shape : shapes) table.max_splits = std::max(table.max_splits, shape.timings.back().num_splits);
+
+  // Shapes by cell, in input order (shapes come sorted, so the sums below are deterministic).
+  std::vector<std::vector<std::size_t>> members(cells);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto& p = shapes[i].point;
+    const std::size_t cell = table.index(
+        g.head_dim_class(p.head_dim), g.layout_class(p.layout == KvLayout::paged ? p.page_size : 0),
+        g.length_index(table_tokens(shapes[i], axis)),
+        g.cta_index(std::int64_t(p.batch) * p.num_kv_heads));
+    members[cell].push_back(i);
+  }
+
+  for (std::size_t cell = 0; cell < cells; ++cell) {
+    const auto& in_cell = members[cell];
+    if (in_cell.empty()) continue;
+    std::set<int> candidates;
+    for (std::size_t i : in_cell) {
+      for (const SplitTiming& t : shapes[i].timings) candidates.insert(t.num_splits);
+    }
+    std::vector<std::pair<int, double>> mean_log;  // (splits, mean log ratio), ascending splits
+    double best = std::numeric_limits<double>::infinity();
+    for (int s : candidates) {
+      double sum = 0;
+      for (std::size_t i : in_cell) sum += log_ratio(shapes[i], oracles[i], s);
+      const double mean = sum / double(in_cell.size());
+      mean_log.emplace_back(s, mean);
+      best = std::min(best, mean);
+    }
+    const double limit = best + std::log1p(options.cell_tie_tolerance);
+    for (const auto& [s, mean] : mean_log) {
+      if (mean <= limit) {
+        table.splits[cell] = s;
+        break;
+      }
+    }
+    table.shapes_in_cell[cell] = int(in_cell.size());
+  }
+
+  // Empty cells: from the nearest decided cell of the same plane; empty planes: a copy of
+  // the same head_dim's nearest layout class that has data (ties to the lower class).
+  for (int hd = 0; hd < g.head_dim_classes(); ++hd) {
+    std::vector<bool> has(std::size_t(g.layout_classes()));
+    for (int lay = 0; lay < g.layout_classes(); ++lay) has[std::size_t(lay)] = plane_has_data(table, hd, lay);
+    for (int lay = 0; lay < g.layout_classes(); ++lay) {
+      if (has[std::size_t(lay)]) fill_plane(table, hd, lay);
+    }
+    for (int lay = 0; lay < g.layout_classes(); ++lay) {
+      if (has[std::size_t(lay)]) continue;
+      int source = -1;
+      for (int d = 1; d < g.layout_classes() && source < 0; ++d) {
+        if (lay - d >= 0 && has[std::size_t(lay - d)]) source = lay - d;
+        else if (lay + d < g.layout_classes() && has[std::size_t(lay + d)]) source = lay + d;
+      }
+      if (source < 0) continue;  // cannot happen: head_dim classes come from the data
+      for (int y = 0; y < g.length_buckets; ++y) {
+        for (int x = 0; x < g.cta_buckets; ++x) {
+          table.splits[table.index(hd, lay, y, x)] = table.splits[table.index(hd, source, y, x)];
+        }
+      }
+    }
+  }
+  return table;
+}
+
+double table_geomean_regret(const SplitTable& table, const std::vector<MeasuredShape>& shapes,
+                            const std::vector<OracleChoice>& oracles) {
+  if (shapes.empty()) return 1.0;
+  double sum = 0;
+  for (std::size_t i = 0; i < shapes.size(); ++i) sum += log_ratio(shapes[i], oracles[i], table.lookup(shapes[i]));
+  return std::exp(sum / double(shapes.size()));
+}
+
+namespace {
+
+std::vector<OracleChoice> oracles_of(const std::vector<MeasuredShape>& shapes) {
+  std::vector<OracleChoice> out;
+  out.reserve(shapes.size());
+  for (const MeasuredShape& s : shapes) out.push_back(oracle_choice(s));
+  return out;
+}
+
+template <typename Keep>
+void subset(const std::vector<MeasuredShape>& shapes, const std::vector<OracleChoice>& oracles, Keep keep,
+            std::vector<MeasuredShape>& out_shapes, std::vector<OracleChoice>& out_oracles) {
+  out_shapes.clear();
+  out_oracles.clear();
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    if (!keep(shapes[i])) continue;
+    out_shapes.push_back(shapes[i]);
+    out_oracles.push_back(oracles[i]);
+  }
+}
+
+}  // namespace
+
+FittedHeuristic fit_heuristic(const std::vector<MeasuredShape>& shapes, const FitOptions& options) {
+  if (shapes.empty()) throw std::invalid_argument("fit_heuristic: no shapes");
+  const std::vector<OracleChoice> oracles = oracles_of(shapes);
+  FittedHeuristic fit;
+  FitNotes& notes = fit.notes;
+
+  std::set<int> page_sizes;
+  std::set<std::string> dtypes;
+  for (const MeasuredShape& s : shapes) {
+    if (s.point.layout == KvLayout::paged) page_sizes.insert(s.point.page_size);
+    dtypes.insert(std::string(tuner::to_string(s.point.dtype)));
+  }
+  notes.page_sizes.assign(page_sizes.begin(), page_sizes.end());
+  notes.dtypes.assign(dtypes.begin(), dtypes.end());
+
+  // Page-size classes: all paged shapes in one class, unless a class per page size pays.
+  std::vector<std::vector<int>> pooled, separate;
+  if (!page_sizes.empty()) pooled.push_back(notes.page_sizes);
+  for (int p : page_sizes) separate.push_back({p});
+  std::vector<std::vector<int>> classes = pooled;
+  if (page_sizes.size() > 1) {
+    std::vector<MeasuredShape> paged;
+    std::vector<OracleChoice> paged_oracles;
+    subset(shapes, oracles, [](const MeasuredShape& s) { return s.point.layout == KvLayout::paged; },
+           paged, paged_oracles);
+    const SplitTable pooled_table = fit_split_table(shapes, oracles, LengthAxis::real_length, pooled, options);
+    const SplitTable separate_table = fit_split_table(shapes, oracles, LengthAxis::real_length, separate, options);
+    notes.paged_geomean_pooled = table_geomean_regret(pooled_table, paged, paged_oracles);
+    notes.paged_geomean_separate = table_geomean_regret(separate_table, paged, paged_oracles);
+    notes.page_sizes_separate =
+        notes.paged_geomean_pooled > notes.paged_geomean_separate * (1.0 + options.page_size_split_min_gain);
+    if (notes.page_sizes_separate) classes = separate;
+  }
+
+  fit.real_length = fit_split_table(shapes, oracles, LengthAxis::real_length, classes, options);
+  fit.capacity_only = fit_split_table(shapes, oracles, LengthAxis::capacity, classes, options);
+
+  // Dtype: tables pool dtypes (the kernels read two bytes per element either way); report
+  // what a table of its own would gain each dtype, so the data can overrule that choice.
+  if (options.diagnose_dtypes && dtypes.size() > 1) {
+    for (const std::string& dtype : notes.dtypes) {
+      std::vector<MeasuredShape> own;
+      std::vector<OracleChoice> own_oracles;
+      subset(shapes, oracles,
+             [&](const MeasuredShape& s) { return tuner::to_string(s.point.dtype) == dtype; }, own,
+             own_oracles);
+      const SplitTable own_table = fit_split_table(own, own_oracles, LengthAxis::real_length, classes, options);
+      notes.dtype_checks.push_back({dtype, int(own.size()),
+                                    table_geomean_regret(fit.real_length, own, own_oracles),
+                                    table_geomean_regret(own_table, own, own_oracles)});
+    }
+  }
+  return fit;
+}
+
+}  // namespace splitkv::heuristics

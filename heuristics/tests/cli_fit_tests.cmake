@@ -1,0 +1,51 @@
+# End-to-end checks of `splitkv fit` and `splitkv evaluate`: exit codes and the messages
+# users see for bad inputs. Included from cli/tests/cli_tests.cmake (after splitkv_cli_test
+# is defined); label cpu.
+set(SPLITKV_FIT_FIXTURES ${PROJECT_SOURCE_DIR}/heuristics/tests/fixtures)
+set(SPLITKV_FIT_SCRATCH ${CMAKE_CURRENT_BINARY_DIR}/cli_fit_scratch)
+file(MAKE_DIRECTORY ${SPLITKV_FIT_SCRATCH})
+
+splitkv_cli_test(fit_help 0 "--check.*--report.*--gpu-name" fit --help)
+splitkv_cli_test(fit_writes_header_and_report 0
+  "header +.*num_splits_tiny\\.hpp.*report +.*regret\\.csv.*in_sample.*ours"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny.hpp
+      --report ${SPLITKV_FIT_SCRATCH}/report --gpu-name tiny)
+set_tests_properties(cli.fit_writes_header_and_report PROPERTIES FIXTURES_SETUP fit_tiny_header)
+splitkv_cli_test(fit_check_up_to_date 0 "num_splits_tiny\\.hpp is up to date"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny.hpp --gpu-name tiny --check)
+set_tests_properties(cli.fit_check_up_to_date PROPERTIES FIXTURES_REQUIRED fit_tiny_header)
+splitkv_cli_test(fit_check_stale 1
+  "stale_header\\.hpp differs from what .*tiny_h200\\.csv produces, first at line 1:.*Regenerate it with: splitkv fit"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_FIXTURES}/stale_header.hpp --check)
+splitkv_cli_test(fit_check_missing 1 "no_such_header\\.hpp does not exist; run without --check"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/no_such_header.hpp --check)
+splitkv_cli_test(fit_bad_gpu_name 2 "--gpu-name \"H200\": must be lower case"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/x.hpp --gpu-name H200 --check)
+
+# Bad CSVs: exit 2, and the message names the file, the line and the reason.
+splitkv_cli_test(fit_missing_file 2 "nope\\.csv: cannot open: no such file"
+  fit ${SPLITKV_FIT_FIXTURES}/nope.csv --out ${SPLITKV_FIT_SCRATCH}/bad.hpp)
+splitkv_cli_test(fit_empty_file 2 "empty\\.csv: is empty"
+  fit ${SPLITKV_FIT_FIXTURES}/empty.csv --out ${SPLITKV_FIT_SCRATCH}/bad.hpp)
+splitkv_cli_test(fit_missing_column 2 "missing_column\\.csv:1:1: header lacks column \"cv\""
+  fit ${SPLITKV_FIT_FIXTURES}/missing_column.csv --out ${SPLITKV_FIT_SCRATCH}/bad.hpp)
+splitkv_cli_test(fit_nan_time 2 "nan_time\\.csv:4:[0-9]+: column time_us_median: \"nan\" is not a finite number"
+  fit ${SPLITKV_FIT_FIXTURES}/nan_time.csv --out ${SPLITKV_FIT_SCRATCH}/bad.hpp)
+splitkv_cli_test(fit_negative_time 2 "negative_time\\.csv:4: time_us_median -3\\.5 is not a positive finite time"
+  fit ${SPLITKV_FIT_FIXTURES}/negative_time.csv --out ${SPLITKV_FIT_SCRATCH}/bad.hpp)
+splitkv_cli_test(fit_mixed_gpus 2 "mixed_gpus\\.csv:4:1: column gpu: \"NVIDIA A100-SXM4-80GB\" differs from \"NVIDIA H200\" \\(line 2\\)"
+  fit ${SPLITKV_FIT_FIXTURES}/mixed_gpus.csv --out ${SPLITKV_FIT_SCRATCH}/bad.hpp)
+splitkv_cli_test(fit_duplicate_rows 2 "duplicate_rows\\.csv:5:1: duplicate row for .* \\(final already at line 3\\)"
+  fit ${SPLITKV_FIT_FIXTURES}/duplicate_rows.csv --out ${SPLITKV_FIT_SCRATCH}/bad.hpp)
+
+splitkv_cli_test(evaluate_writes_report 0 "wrote +.*regret\\.csv.*wrote +.*regret_points\\.csv.*validation"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --validation ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv
+      --out ${SPLITKV_FIT_SCRATCH}/evaluate/regret.csv)
+splitkv_cli_test(evaluate_out_required 2 "--out is required" evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv)
+
+# CI's guard on the committed table: the header must be exactly what the committed CSV gives.
+if(EXISTS ${PROJECT_SOURCE_DIR}/results/h200/full.csv AND
+   EXISTS ${PROJECT_SOURCE_DIR}/heuristics/generated/num_splits_h200.hpp)
+  splitkv_cli_test(fit_check_committed_h200 0 "num_splits_h200\\.hpp is up to date with results/h200/full\\.csv"
+    fit results/h200/full.csv --out heuristics/generated/num_splits_h200.hpp --check)
+endif()

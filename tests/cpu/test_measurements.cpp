@@ -1,0 +1,195 @@
+#include "splitkv/heuristics/measurements.hpp"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "heuristics_test_support.hpp"
+#include "splitkv/tuner/sha256.hpp"
+#include "splitkv/tuner/sidecar.hpp"
+#include "tuner_test_support.hpp"
+
+namespace splitkv::heuristics {
+namespace {
+
+using testing::csv_text;
+using testing::decode_point;
+using testing::timed_row;
+using splitkv::testing::contains;
+using splitkv::testing::ScopedTempDir;
+using splitkv::testing::write_text;
+
+std::string error_of(const std::string& text, const std::string& source = "bad.csv", LoadOptions options = {}) {
+  try {
+    measurements_from_text(text, source, options);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+std::vector<tuner::ResultRow> three_rows() {
+  const auto p = decode_point(4, 8192);
+  return {timed_row(p, 1, 50.0), timed_row(p, 2, 40.0), timed_row(p, 4, 35.0)};
+}
+
+TEST(Measurements, GroupsOkRowsByShape) {
+  auto rows = three_rows();
+  const auto other = decode_point(1, 1024);
+  rows.push_back(timed_row(other, 2, 9.0));
+  rows.push_back(timed_row(other, 1, 12.0));
+  tuner::ResultRow failed = timed_row(other, 4, 0);
+  failed.status = tuner::PointStatus::oom;
+  failed.time_us_median = failed.time_us_p10 = failed.time_us_p90 = failed.cv = failed.tbps = tuner::ResultRow::kMissing;
+  rows.push_back(failed);
+  const std::string text = csv_text(rows);
+  const Measurements m = measurements_from_text(text, "results/x.csv");
+  EXPECT_EQ(m.gpu, "NVIDIA H200");
+  EXPECT_EQ(m.kernel, "splitkv");
+  EXPECT_EQ(m.sm_count, 132);
+  EXPECT_EQ(m.sm_count_source, "known GPU list");
+  EXPECT_EQ(m.sha256, tuner::sha256_hex(text));
+  EXPECT_EQ(m.counts.rows, 6);
+  EXPECT_EQ(m.counts.ok, 5);
+  EXPECT_EQ(m.counts.excluded.at("oom"), 1);
+  ASSERT_EQ(m.shapes.size(), 2u);
+  // Sorted by shape: batch 1 before batch 4; timings ascending in splits.
+  EXPECT_EQ(m.shapes[0].point.batch, 1);
+  ASSERT_EQ(m.shapes[0].timings.size(), 2u);
+  EXPECT_EQ(m.shapes[0].timings[0].num_splits, 1);
+  EXPECT_EQ(m.shapes[0].timings[1].num_splits, 2);
+  EXPECT_EQ(m.shapes[0].timings[1].line, 5);  // header is line 1
+  EXPECT_EQ(m.shapes[1].timings.size(), 3u);
+  EXPECT_EQ(m.shapes[1].find(4)->time_us, 35.0);
+  EXPECT_EQ(m.shapes[1].find(3), nullptr);
+}
+
+TEST(Measurements, ThrottledRowsAreExcludedAndSupersededByALaterRow) {
+  auto rows = three_rows();
+  tuner::ResultRow throttled = rows[2];
+  throttled.status = tuner::PointStatus::throttled;
+  throttled.time_us_median = 99.0;
+  rows.insert(rows.begin() + 2, throttled);  // the resume re-measured it afterwards
+  const Measurements m = measurements_from_text(csv_text(rows), "x.csv");
+  EXPECT_EQ(m.counts.superseded, 1);
+  EXPECT_EQ(m.counts.ok, 3);
+  EXPECT_EQ(m.shapes[0].find(4)->time_us, 35.0);
+  // A throttled row nobody re-measured is excluded and counted.
+  rows = three_rows();
+  rows[1].status = tuner::PointStatus::throttled;
+  const Measurements alone = measurements_from_text(csv_text(rows), "x.csv");
+  EXPECT_EQ(alone.counts.excluded.at("throttled"), 1);
+  EXPECT_EQ(alone.shapes[0].find(2), nullptr);
+}
+
+TEST(Measurements, BadFilesNameFileLineAndReason) {
+  auto rows = three_rows();
+  EXPECT_PRED2(contains, error_of(""), "bad.csv: is empty");
+  EXPECT_PRED2(contains, error_of(tuner::format_results_header()), "bad.csv: holds no complete data rows");
+
+  std::string no_cv = csv_text(rows);
+  no_cv.replace(no_cv.find(",cv,"), 4, ",");
+  EXPECT_PRED2(contains, error_of(no_cv), "bad.csv:1:1: header lacks column \"cv\"");
+
+  rows[2].time_us_median = -3.5;
+  EXPECT_PRED2(contains, error_of(csv_text(rows)), "bad.csv:4: time_us_median -3.5 is not a positive finite time");
+  rows[2].time_us_median = 0;
+  EXPECT_PRED2(contains, error_of(csv_text(rows)), "bad.csv:4: time_us_median 0 is not a positive");
+
+  std::string nan_text = csv_text(three_rows());
+  nan_text.replace(nan_text.rfind(",35,"), 4, ",nan,");
+  EXPECT_PRED2(contains, error_of(nan_text), "bad.csv:4:");
+  EXPECT_PRED2(contains, error_of(nan_text), "time_us_median: \"nan\" is not a finite number");
+
+  rows = three_rows();
+  rows[2].cv = -0.1;
+  EXPECT_PRED2(contains, error_of(csv_text(rows)), "bad.csv:4: cv -0.1 is not a finite number >= 0");
+
+  rows = three_rows();
+  rows[2].gpu = "NVIDIA A100-SXM4-80GB";
+  // One GPU per file and one final row per point: tuner::check_results_consistency's rule.
+  EXPECT_PRED2(contains, error_of(csv_text(rows)),
+               "bad.csv:4:1: column gpu: \"NVIDIA A100-SXM4-80GB\" differs from \"NVIDIA H200\" (line 2)");
+
+  rows = three_rows();
+  rows.push_back(rows[0]);
+  EXPECT_PRED2(contains, error_of(csv_text(rows)), "bad.csv:5:1: duplicate row for splitkv contiguous bf16 b4 h32/8");
+  EXPECT_PRED2(contains, error_of(csv_text(rows)), "(final already at line 2)");
+
+  rows = three_rows();
+  for (auto& r : rows) r.status = tuner::PointStatus::oom;
+  for (auto& r : rows) r.time_us_median = r.time_us_p10 = r.time_us_p90 = r.cv = r.tbps = tuner::ResultRow::kMissing;
+  EXPECT_PRED2(contains, error_of(csv_text(rows)), "none of its 3 rows has status ok");
+}
+
+TEST(Measurements, UnknownGpuNeedsAnSmCount) {
+  auto rows = three_rows();
+  for (auto& r : rows) r.gpu = "Mystery GPU";
+  EXPECT_PRED2(contains, error_of(csv_text(rows)), "cannot tell the SM count of \"Mystery GPU\"");
+  LoadOptions options;
+  options.sm_count = 100;
+  EXPECT_EQ(measurements_from_text(csv_text(rows), "x.csv", options).sm_count, 100);
+}
+
+TEST(Measurements, KernelSelection) {
+  auto rows = three_rows();
+  auto other = three_rows();
+  for (auto& r : other) r.kernel = "unpacked_gqa";
+  rows.insert(rows.end(), other.begin(), other.end());
+  const std::string text = csv_text(rows);
+  const Measurements m = measurements_from_text(text, "x.csv");
+  EXPECT_EQ(m.kernel, "splitkv");  // ours, when several kernels are present
+  EXPECT_EQ(m.counts.other_kernels, 3);
+  LoadOptions options;
+  options.kernel = "unpacked_gqa";
+  EXPECT_EQ(measurements_from_text(text, "x.csv", options).kernel, "unpacked_gqa");
+  options.kernel = "nope";
+  EXPECT_PRED2(contains, error_of(text, "x.csv", options), "no ok rows of kernel \"nope\"");
+}
+
+TEST(Measurements, FilesAndSidecars) {
+  ScopedTempDir dir;
+  EXPECT_THROW(load_measurements(dir.file("missing.csv")), InputError);
+  const std::string csv = dir.file("run.csv");
+  write_text(csv, csv_text(three_rows()));
+  EXPECT_EQ(load_measurements(csv).measured_at, "");
+
+  tuner::Sidecar sidecar;
+  sidecar.tool_version = "0.1.0";
+  sidecar.device.name = "NVIDIA H200";
+  sidecar.device.sm_count = 120;  // e.g. a part with fused-off SMs: the sidecar wins over the list
+  sidecar.started_at = "2026-11-29T10:00:00Z";
+  sidecar.finished_at = "2026-11-29T10:02:10Z";
+  tuner::write_sidecar(tuner::sidecar_path_for(csv), sidecar);
+  const Measurements m = load_measurements(csv);
+  EXPECT_EQ(m.measured_at, "2026-11-29T10:02:10Z");
+  EXPECT_EQ(m.sm_count, 120);
+  EXPECT_EQ(m.sm_count_source, "sidecar");
+  LoadOptions flag;
+  flag.sm_count = 132;
+  EXPECT_EQ(load_measurements(csv, flag).sm_count_source, "flag");
+
+  sidecar.device.name = "NVIDIA H100 80GB HBM3";
+  tuner::write_sidecar(tuner::sidecar_path_for(csv), sidecar);
+  try {
+    load_measurements(csv);
+    ADD_FAILURE() << "a sidecar of another GPU must be refused";
+  } catch (const InputError& error) {
+    EXPECT_PRED2(contains, std::string(error.what()), "run.json: device.name \"NVIDIA H100 80GB HBM3\" differs");
+  }
+}
+
+TEST(Measurements, PagedCapacityIsTheBlockTableSpan) {
+  MeasuredShape shape;
+  shape.point = decode_point(1, 1000, 1000, 8, 128, 64);
+  EXPECT_EQ(shape.capacity_tokens(), 1024);  // 16 pages of 64
+  EXPECT_EQ(shape.kv_tiles(), 16);
+}
+
+TEST(Measurements, DisplayPath) {
+  EXPECT_EQ(display_path("results/h200/./full.csv"), "results/h200/full.csv");
+  EXPECT_EQ(display_path("a/../b.csv"), "b.csv");
+}
+
+}  // namespace
+}  // namespace splitkv::heuristics

@@ -1,0 +1,66 @@
+// The runtime dispatch header (splitkv/num_splits.hpp): table matching and the fallback rule.
+#include "splitkv/num_splits.hpp"
+
+#include <gtest/gtest.h>
+
+namespace splitkv {
+namespace {
+
+TEST(OneWaveFallback, HandComputed) {
+  // Every one of 132 SMs gets a CTA: 8 CTAs -> ceil(132/8) = 17 splits (8192 tokens = 128
+  // tiles allow it).
+  EXPECT_EQ(one_wave_num_splits(1, 8, 8192, 132), 17);
+  // 32 CTAs -> ceil(132/32) = ceil(4.125) = 5.
+  EXPECT_EQ(one_wave_num_splits(4, 8, 8192, 132), 5);
+  // Capped by tiles: 100 tokens = 2 tiles.
+  EXPECT_EQ(one_wave_num_splits(1, 8, 100, 132), 2);
+  // Capped at 128 splits: 1 CTA would want 132.
+  EXPECT_EQ(one_wave_num_splits(1, 1, 1 << 20, 132), kFallbackMaxSplits);
+  // Every SM busy already: 1.
+  EXPECT_EQ(one_wave_num_splits(32, 8, 8192, 132), 1);
+  EXPECT_EQ(one_wave_num_splits(16, 8, 8192, 132), 2);  // 128 CTAs < 132
+  // Degenerate inputs still give a split.
+  EXPECT_EQ(one_wave_num_splits(0, 0, 0, 0), 1);
+  static_assert(one_wave_num_splits(1, 8, 8192, 132) == 17, "usable at compile time");
+}
+
+int fake_real(int batch, int, int, int tokens, int) { return 1000 + batch + tokens; }
+int fake_capacity(int batch, int, int, int tokens, int) { return 2000 + batch + tokens; }
+
+TEST(NumSplitsPolicy, MatchesNameAndSmCount) {
+  const GeneratedTable tables[] = {{"fake", "NVIDIA Fake", 100, &fake_real, &fake_capacity}};
+  const GeneratedTableList list{tables, 1};
+  const auto policy = NumSplitsPolicy::for_device("NVIDIA Fake", 100, list);
+  ASSERT_NE(policy.table(), nullptr);
+  EXPECT_STREQ(policy.table()->name, "fake");
+  NumSplitsShape shape{2, 32, 8, 128, 50, 4096, 0};
+  EXPECT_EQ(policy.choose(shape).num_splits, 1052);
+  EXPECT_EQ(policy.choose(shape).source, NumSplitsSource::real_length_table);
+  shape.max_seqlen = 0;  // unknown: the capacity table
+  EXPECT_EQ(policy(shape), 2000 + 2 + 4096);
+  EXPECT_EQ(policy.choose(shape).source, NumSplitsSource::capacity_table);
+
+  // Another SM count (a MIG slice) or name: the fallback on the real length, else capacity.
+  const auto mig = NumSplitsPolicy::for_device("NVIDIA Fake", 42, list);
+  EXPECT_EQ(mig.table(), nullptr);
+  const NumSplitsChoice fallback = mig.choose({1, 32, 8, 128, 8192, 131072, 16});
+  EXPECT_EQ(fallback.source, NumSplitsSource::one_wave_fallback);
+  EXPECT_EQ(fallback.num_splits, one_wave_num_splits(1, 8, 8192, 42));
+  EXPECT_EQ(mig.choose({1, 32, 8, 128, 0, 100, 16}).num_splits, 2);  // capacity 100 = 2 tiles
+  EXPECT_EQ(NumSplitsPolicy::for_device("NVIDIA Fake2", 100, list).table(), nullptr);
+  EXPECT_STREQ(to_string(NumSplitsSource::one_wave_fallback), "one_wave_fallback");
+}
+
+TEST(NumSplitsPolicy, CompiledInTables) {
+  const GeneratedTableList tables = compiled_in_tables();
+#if defined(SPLITKV_HAS_GENERATED_TABLE_H200)
+  ASSERT_GE(tables.size, 1u);
+  EXPECT_NE(NumSplitsPolicy::for_device("NVIDIA H200", 132).table(), nullptr);
+#else
+  EXPECT_EQ(tables.size, 0u);  // no heuristics/generated/num_splits_h200.hpp in this tree yet
+  EXPECT_EQ(NumSplitsPolicy::for_device("NVIDIA H200", 132).table(), nullptr);
+#endif
+}
+
+}  // namespace
+}  // namespace splitkv

@@ -1,0 +1,196 @@
+#include "splitkv/heuristics/table_fit.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "heuristics_test_support.hpp"
+
+namespace splitkv::heuristics {
+namespace {
+
+using testing::decode_point;
+using testing::shape_with;
+
+std::vector<OracleChoice> oracles_of(const std::vector<MeasuredShape>& shapes) {
+  std::vector<OracleChoice> out;
+  for (const auto& s : shapes) out.push_back(oracle_choice(s));
+  return out;
+}
+
+// One kv head, so CTAs = batch.
+MeasuredShape at(int batch, int length, const std::vector<std::pair<int, double>>& timings, int head_dim = 128,
+                 int page_size = 0, int capacity = 0) {
+  return shape_with(timings, 0.002, decode_point(batch, length, capacity, 1, head_dim, page_size));
+}
+
+// Fastest at `best` splits among 1, 2, 4, 8, 16 (the others 10-50% slower).
+MeasuredShape best_at(int batch, int length, int best, int head_dim = 128, int page_size = 0, int capacity = 0) {
+  std::vector<std::pair<int, double>> timings;
+  for (int s : {1, 2, 4, 8, 16}) timings.emplace_back(s, s == best ? 10.0 : 11.0 + 0.1 * s);
+  return at(batch, length, timings, head_dim, page_size, capacity);
+}
+
+TEST(Log2Bucket, GeometricMidpoints) {
+  EXPECT_EQ(log2_bucket(-5), 0);
+  EXPECT_EQ(log2_bucket(0), 0);
+  EXPECT_EQ(log2_bucket(1), 0);
+  EXPECT_EQ(log2_bucket(2), 1);
+  EXPECT_EQ(log2_bucket(3), 2);     // 3 >= 2 x sqrt(2) = 2.83
+  EXPECT_EQ(log2_bucket(5), 2);     // 5 < 4 x sqrt(2) = 5.66
+  EXPECT_EQ(log2_bucket(6), 3);
+  EXPECT_EQ(log2_bucket(181), 7);   // 128 x sqrt(2) = 181.02
+  EXPECT_EQ(log2_bucket(182), 8);
+  EXPECT_EQ(log2_bucket(6000), 13);   // 4096 x sqrt(2) = 5793 <= 6000
+  EXPECT_EQ(log2_bucket(20000), 14);  // < 16384 x sqrt(2) = 23170
+  EXPECT_EQ(log2_bucket(std::int64_t(1) << 40), 30);
+  EXPECT_EQ(geometric_midpoint(64, 128), 91);
+  EXPECT_EQ(geometric_midpoint(128, 256), 182);
+  EXPECT_EQ(geometric_midpoint(16, 64), 32);
+}
+
+TEST(TableFit, CellTakesTheLowestGeomeanRatio) {
+  // Batches 4 and 5 share the 4-CTA bucket. 2 splits: ratios 6/5 and 5/5, geomean 1.095;
+  // 4 splits: 5/5 and 5.5/5, geomean 1.049. 4 wins although neither shape's oracle is 4 for both.
+  const std::vector<MeasuredShape> shapes = {at(4, 8192, {{1, 10}, {2, 6}, {4, 5}}),
+                                             at(5, 8192, {{1, 10}, {2, 5}, {4, 5.5}})};
+  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  EXPECT_EQ(t.lookup(4, 1, 128, 8192, 0), 4);
+  EXPECT_EQ(t.shapes_in_cell[t.index(0, 0, 0, 0)], 2);
+  EXPECT_NEAR(table_geomean_regret(t, shapes, oracles_of(shapes)), std::sqrt(1.1), 1e-12);
+}
+
+TEST(TableFit, NearTiesInACellGoToFewerSplits) {
+  // 4 splits is 0.1% better than 2: inside the 0.2% cell tolerance, so 2.
+  const std::vector<MeasuredShape> shapes = {at(4, 8192, {{1, 20}, {2, 10.01}, {4, 10.0}})};
+  EXPECT_EQ(fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {}).lookup(4, 1, 128, 8192, 0), 2);
+  FitOptions strict;
+  strict.cell_tie_tolerance = 0;
+  EXPECT_EQ(fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {}, strict).lookup(4, 1, 128, 8192, 0),
+            4);
+}
+
+TEST(TableFit, BetweenAndBeyondGridPoints) {
+  // Grid: 4 and 64 CTAs, lengths 1024 and 16384.
+  const std::vector<MeasuredShape> shapes = {best_at(4, 1024, 8), best_at(64, 1024, 1), best_at(4, 16384, 16),
+                                             best_at(64, 16384, 2)};
+  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  EXPECT_EQ(t.grid.cta_log2_min, 2);
+  EXPECT_EQ(t.grid.cta_buckets, 5);        // 4 .. 64
+  EXPECT_EQ(t.grid.length_log2_min, 10);
+  EXPECT_EQ(t.grid.length_buckets, 5);     // 1024 .. 16384
+  // On the grid points.
+  EXPECT_EQ(t.lookup(4, 1, 128, 1024, 0), 8);
+  EXPECT_EQ(t.lookup(64, 1, 128, 16384, 0), 2);
+  // Beyond the edges: clamp to the edge bucket (10^6 CTAs behave like 64; 100 tokens like
+  // 1024, but capped at its 2 tiles; 10^6 tokens like 16384). Below the fewest CTAs the
+  // answer doubles per bucket (2 CTAs: 8 x 2 = 16), never above the most splits timed (16).
+  EXPECT_EQ(t.lookup(2, 1, 128, 1024, 0), 16);
+  EXPECT_EQ(t.lookup(1, 1, 128, 1024, 0), 16);
+  EXPECT_EQ(t.lookup(1000000, 1, 128, 1024, 0), 1);
+  EXPECT_EQ(t.lookup(1, 1, 128, 100, 0), 2);
+  EXPECT_EQ(t.lookup(4, 1, 128, 1000000, 0), 16);
+  EXPECT_EQ(t.lookup(4, 1, 128, 0, 0), 1);
+  // Between: batch x kv_heads decides, not the raw batch (2 batches x 2 heads = 4 CTAs).
+  EXPECT_EQ(t.lookup(2, 2, 128, 1024, 0), 8);
+  // 5 CTAs < 4 x sqrt(2) stays with 4 CTAs; 6 moves to the (filled) 8-CTA bucket.
+  EXPECT_EQ(t.lookup(5, 1, 128, 1024, 0), 8);
+  // 1448 tokens < 1024 x sqrt(2) = 1448.2 stays in the 1024 bucket; 1449 moves up.
+  EXPECT_EQ(t.grid.length_index(1448), 0);
+  EXPECT_EQ(t.grid.length_index(1449), 1);
+}
+
+TEST(TableFit, BelowTheFewestCtasTheFillingCtasStay) {
+  // 8 CTAs want 4 splits (32 CTAs after splitting); timed up to 64 splits.
+  std::vector<std::pair<int, double>> timings;
+  for (int s : {1, 2, 4, 8, 16, 32, 64}) timings.emplace_back(s, s == 4 ? 10.0 : 12.0);
+  const std::vector<MeasuredShape> shapes = {at(8, 65536, timings), best_at(64, 65536, 1)};
+  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  EXPECT_EQ(t.max_splits, 64);
+  EXPECT_EQ(t.lookup(8, 1, 128, 65536, 0), 4);
+  EXPECT_EQ(t.lookup(4, 1, 128, 65536, 0), 8);
+  EXPECT_EQ(t.lookup(2, 1, 128, 65536, 0), 16);
+  EXPECT_EQ(t.lookup(1, 1, 128, 65536, 0), 32);   // 8 CTAs = bucket 3, 1 CTA = bucket 0: 4 << 3
+  EXPECT_EQ(t.lookup(1, 1, 128, 1000, 0), 16);    // ...capped at the 16 tiles of 1000 tokens
+  EXPECT_EQ(t.grid.buckets_below(1), 3);
+  EXPECT_EQ(t.grid.buckets_below(8), 0);
+  EXPECT_EQ(t.grid.buckets_below(1000), 0);
+}
+
+TEST(TableFit, EmptyCellsCopyTheNearestDecidedCell) {
+  // Decided: 4 CTAs -> 8 splits, 64 CTAs -> 1 split (one length). 8 CTAs is nearest to 4
+  // (8), 32 to 64 (1), and 16 is equally far from both: the larger count wins.
+  const std::vector<MeasuredShape> shapes = {best_at(4, 8192, 8), best_at(64, 8192, 1)};
+  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  EXPECT_EQ(t.lookup(8, 1, 128, 8192, 0), 8);
+  EXPECT_EQ(t.lookup(32, 1, 128, 8192, 0), 1);
+  EXPECT_EQ(t.lookup(16, 1, 128, 8192, 0), 8);
+  EXPECT_EQ(t.shapes_in_cell[t.index(0, 0, 0, 2)], 0);  // marked as filled
+}
+
+TEST(TableFit, EmptyPlanesCopyTheSameHeadDimsNearestLayout) {
+  // head_dim 64 only measured paged, head_dim 128 only contiguous.
+  const std::vector<MeasuredShape> shapes = {best_at(4, 8192, 16, 64, 16), best_at(4, 8192, 2, 128, 0)};
+  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {{16}});
+  EXPECT_EQ(t.grid.layout_classes(), 2);
+  EXPECT_EQ(t.lookup(4, 1, 64, 8192, 16), 16);
+  EXPECT_EQ(t.lookup(4, 1, 64, 8192, 0), 16);    // contiguous plane copied from paged
+  EXPECT_EQ(t.lookup(4, 1, 128, 8192, 64), 2);   // paged plane copied from contiguous
+  // head_dim classes split at geometric midpoints: 90 -> 64, 91 -> 128; 512 -> 128 (edge).
+  EXPECT_EQ(t.lookup(4, 1, 90, 8192, 16), 16);
+  EXPECT_EQ(t.lookup(4, 1, 91, 8192, 16), 2);
+  EXPECT_EQ(t.lookup(4, 1, 512, 8192, 16), 2);
+}
+
+TEST(TableFit, CapacityTableKeysOnCapacity) {
+  // 2048 real tokens in a 131072-token cache want 4 splits; 131072 real tokens want 16.
+  const std::vector<MeasuredShape> shapes = {best_at(4, 2048, 4, 128, 0, 131072), best_at(4, 131072, 16)};
+  const std::vector<OracleChoice> oracles = oracles_of(shapes);
+  const SplitTable real = fit_split_table(shapes, oracles, LengthAxis::real_length, {});
+  const SplitTable cap = fit_split_table(shapes, oracles, LengthAxis::capacity, {});
+  EXPECT_EQ(real.lookup(shapes[0]), 4);
+  EXPECT_EQ(real.lookup(shapes[1]), 16);
+  // Both shapes share the capacity cell, so one count serves both: 4 -> sqrt(1 x 11.4/10) =
+  // 1.068 beats 16 -> sqrt(12.6/10 x 1) = 1.122.
+  EXPECT_EQ(cap.grid.length_buckets, 1);
+  EXPECT_EQ(cap.lookup(shapes[0]), cap.lookup(shapes[1]));
+  EXPECT_EQ(cap.lookup(shapes[1]), 4);
+}
+
+TEST(FitHeuristic, PageSizesGetTablesOnlyWhenItPays) {
+  std::vector<MeasuredShape> same, different;
+  for (int batch : {4, 16}) {
+    same.push_back(best_at(batch, 8192, 8, 128, 16));
+    same.push_back(best_at(batch, 8192, 8, 128, 64));
+    different.push_back(best_at(batch, 8192, 2, 128, 16));
+    different.push_back(best_at(batch, 8192, 16, 128, 64));
+  }
+  const FittedHeuristic pooled = fit_heuristic(same);
+  EXPECT_FALSE(pooled.notes.page_sizes_separate);
+  EXPECT_EQ(pooled.real_length.grid.layout_classes(), 2);
+  const FittedHeuristic separate = fit_heuristic(different);
+  EXPECT_TRUE(separate.notes.page_sizes_separate);
+  ASSERT_EQ(separate.real_length.grid.layout_classes(), 3);
+  EXPECT_EQ(separate.real_length.lookup(4, 1, 128, 8192, 16), 2);
+  EXPECT_EQ(separate.real_length.lookup(4, 1, 128, 8192, 64), 16);
+  // Page sizes between classes split at the geometric midpoint 32.
+  EXPECT_EQ(separate.real_length.lookup(4, 1, 128, 8192, 31), 2);
+  EXPECT_EQ(separate.real_length.lookup(4, 1, 128, 8192, 32), 16);
+  EXPECT_EQ(separate.real_length.lookup(4, 1, 128, 8192, 256), 16);
+  EXPECT_GT(separate.notes.paged_geomean_pooled, separate.notes.paged_geomean_separate);
+}
+
+TEST(FitHeuristic, ReportsWhatAPerDtypeTableWouldGain) {
+  std::vector<MeasuredShape> shapes = {best_at(4, 8192, 8), best_at(16, 8192, 2)};
+  MeasuredShape fp16 = best_at(4, 8192, 8);
+  fp16.point.dtype = DType::fp16;
+  shapes.push_back(fp16);
+  const FittedHeuristic fit = fit_heuristic(shapes);
+  ASSERT_EQ(fit.notes.dtype_checks.size(), 2u);
+  EXPECT_EQ(fit.notes.dtype_checks[0].dtype, "bf16");
+  EXPECT_EQ(fit.notes.dtype_checks[1].shapes, 1);
+  EXPECT_DOUBLE_EQ(fit.notes.dtype_checks[1].geomean_own_table, 1.0);
+}
+
+}  // namespace
+}  // namespace splitkv::heuristics

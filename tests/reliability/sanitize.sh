@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The host code (no CUDA) built with AddressSanitizer and UndefinedBehaviorSanitizer, then
+# every CPU test under them (ctest -L cpu: the unit tests, the bad-input catalogue, the
+# kill -9 / resume test and the fuzz corpus replay). Any report fails the run: UBSan does
+# not recover, ASan aborts on its first error, LeakSanitizer is on.
+#
+#   tests/reliability/sanitize.sh
+#
+# Environment: SPLITKV_SANITIZE_BUILD_DIR (default build-asan), SPLITKV_JOBS (default: all
+# cores). The build folder is kept, so a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+build_dir=${SPLITKV_SANITIZE_BUILD_DIR:-build-asan}
+jobs=${SPLITKV_JOBS:-$(nproc 2>/dev/null || echo 2)}
+flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -D_GLIBCXX_ASSERTIONS"
+link_flags="-fsanitize=address,undefined"
+
+generator_args=()
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  if command -v ninja >/dev/null 2>&1; then generator_args=(-G Ninja); else generator_args=(-G "Unix Makefiles"); fi
+fi
+echo "sanitize.sh: configuring $build_dir (Debug, $flags)"
+cmake -S . -B "$build_dir" "${generator_args[@]}" -DSPLITKV_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug \
+  "-DCMAKE_CXX_FLAGS_DEBUG=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$link_flags" \
+  "-DCMAKE_SHARED_LINKER_FLAGS=$link_flags" >"$build_dir.configure.log" 2>&1 ||
+  { cat "$build_dir.configure.log"; exit 1; }
+echo "sanitize.sh: building with $jobs jobs"
+cmake --build "$build_dir" --parallel "$jobs"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+echo "sanitize.sh: ctest -L cpu under ASan+UBSan (ASAN_OPTIONS=$ASAN_OPTIONS)"
+ctest --test-dir "$build_dir" -L cpu --output-on-failure -j "$jobs"
