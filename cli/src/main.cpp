@@ -7,6 +7,7 @@
 #include "devices_command.hpp"
 #include "evaluate_command.hpp"
 #include "fit_command.hpp"
+#include "merge_command.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/sidecar.hpp"
 #include "sweep_command.hpp"
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--device", sweep_options.device, "CUDA device ordinal to time on. Default 0.");
   sweep->add_option("--search", sweep_options.search,
                     "exhaustive: time every planned split count. pruned: per shape, walk the "
-                    "split counts upwards and stop once two in a row are slower than the best.")
+                    "split counts upwards and stop once three in a row are slower than the best.")
       ->check(CLI::IsMember({"exhaustive", "pruned"}));
   sweep->add_option("--kernel", sweep_options.kernels,
                     "Registered kernel(s) to time; repeat the flag or separate with commas to "
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
   CLI::App* fit = splitkv::cli::add_fit_command(app, fit_options);
   splitkv::cli::EvaluateCommandOptions evaluate_options;
   CLI::App* evaluate = splitkv::cli::add_evaluate_command(app, evaluate_options);
+  splitkv::cli::MergeCommandOptions merge_options;
+  CLI::App* merge = splitkv::cli::add_merge_command(app, merge_options);
 
   try {
     app.parse(argc, argv);
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
   if (sweep->parsed()) return splitkv::cli::run_sweep_command(sweep_options, std::cout, std::cerr);
   if (devices->parsed()) return splitkv::cli::run_devices_command(std::cout, std::cerr);
   if (fit->parsed()) return splitkv::cli::run_fit_command(fit_options, std::cout, std::cerr);
+  if (merge->parsed()) return splitkv::cli::run_merge_command(merge_options, std::cout, std::cerr);
   if (evaluate->parsed()) return splitkv::cli::run_evaluate_command(evaluate_options, std::cout, std::cerr);
   return 2;
 }

@@ -1,29 +1,12 @@
-// Output files that are either complete or absent: write a temporary file next to the
-// target, fsync it, rename it over the target, fsync the folder. A crash or a failed write
-// never leaves a half-written header or report behind.
-// (tuner/src/sidecar.cpp does the same for sidecars in a private helper; this is the
-// public one for everything the fit writes.)
+// The heuristics write their outputs through the tuner's atomic file writer (one
+// implementation for every output the tool writes).
 #pragma once
 
-#include <stdexcept>
-#include <string>
-#include <string_view>
+#include "splitkv/tuner/atomic_file.hpp"
 
 namespace splitkv::heuristics {
-
-class OutputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// Creates missing parent folders. Throws OutputError naming the path and the reason.
-void write_file_atomically(const std::string& path, std::string_view bytes);
-
-// A file's bytes; `exists` is false (and `bytes` empty) when there is no such regular file.
-struct FileContents {
-  bool exists = false;
-  std::string bytes;
-};
-FileContents read_file_if_exists(const std::string& path);
-
+using tuner::FileContents;
+using tuner::OutputError;
+using tuner::read_file_if_exists;
+using tuner::write_file_atomically;
 }  // namespace splitkv::heuristics

@@ -1,4 +1,4 @@
-#include "splitkv/heuristics/atomic_file.hpp"
+#include "splitkv/tuner/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-namespace splitkv::heuristics {
+namespace splitkv::tuner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -82,4 +82,4 @@ FileContents read_file_if_exists(const std::string& path) {
   return out;
 }
 
-}  // namespace splitkv::heuristics
+}  // namespace splitkv::tuner
