@@ -5,11 +5,12 @@
 #   scripts/run.sh
 #
 # On a fresh machine it installs the dependencies and builds first (scripts/test.sh's set-up).
-# With a usable GPU it sweeps sweeps/full.json on it into results/<gpu>/full.csv (resuming a
-# previous run there) and fits that; without one it fits the committed results/h200/full.csv.
+# With a usable GPU it sweeps SPLITKV_GRID (default sweeps/quick.json, ~15 s on an H200; use
+# sweeps/full.json, ~4 min, for a table worth committing) into results/<gpu>/<grid>.csv, resuming
+# a previous run there, and fits that; without one it fits the committed results/h200/full.csv.
 # Outputs: heuristics/generated/num_splits_<gpu>.hpp and results/<gpu>/report/.
-# Environment: SPLITKV_BUILD_DIR (default build), SPLITKV_GRID (default sweeps/full.json),
-# SPLITKV_NO_SWEEP=1 to fit the committed results even when a GPU is present.
+# Environment: SPLITKV_BUILD_DIR (default build), SPLITKV_GRID, SPLITKV_NO_SWEEP=1 to fit the
+# committed results even when a GPU is present.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir=${SPLITKV_BUILD_DIR:-build}
@@ -19,21 +20,24 @@ SPLITKV_BUILD_ONLY=1 scripts/test.sh
 splitkv="$build_dir/cli/splitkv"
 
 gpu=h200
+results=full
 if [ "${SPLITKV_NO_SWEEP:-0}" != 1 ] && devices=$("$splitkv" devices 2>/dev/null); then
   # "device 0: NVIDIA H200" -> h200: the results folder and the header's name.
   gpu=$(printf '%s\n' "$devices" | sed -n 's/^device 0: //p' | sed 's/^NVIDIA //' | tr 'A-Z' 'a-z' | tr -c 'a-z0-9\n' '_')
+  grid=${SPLITKV_GRID:-sweeps/quick.json}
+  results=$(basename "$grid" .json)
   mkdir -p "results/$gpu"
   resume=()
-  [ -s "results/$gpu/full.csv" ] && resume=(--resume)
-  say "sweeping ${SPLITKV_GRID:-sweeps/full.json} on $gpu into results/$gpu/full.csv"
-  "$splitkv" sweep --grid "${SPLITKV_GRID:-sweeps/full.json}" --out "results/$gpu/full.csv" "${resume[@]}"
+  [ -s "results/$gpu/$results.csv" ] && resume=(--resume)
+  say "sweeping $grid on $gpu into results/$gpu/$results.csv"
+  "$splitkv" sweep --grid "$grid" --out "results/$gpu/$results.csv" "${resume[@]}"
 else
   say "no usable GPU (or SPLITKV_NO_SWEEP=1): fitting the committed H200 measurements"
 fi
 
-say "fit results/$gpu/full.csv -> heuristics/generated/num_splits_$gpu.hpp, report in results/$gpu/report/"
-"$splitkv" fit "results/$gpu/full.csv" --out "heuristics/generated/num_splits_$gpu.hpp" --report "results/$gpu/report/"
+say "fit results/$gpu/$results.csv -> heuristics/generated/num_splits_$gpu.hpp, report in results/$gpu/report/"
+"$splitkv" fit "results/$gpu/$results.csv" --out "heuristics/generated/num_splits_$gpu.hpp" --report "results/$gpu/report/"
 validation=()
 [ -s "results/$gpu/validation.csv" ] && validation=(--validation "results/$gpu/validation.csv")
-"$splitkv" evaluate "results/$gpu/full.csv" "${validation[@]}" --out "results/$gpu/report/regret.csv"
+"$splitkv" evaluate "results/$gpu/$results.csv" "${validation[@]}" --out "results/$gpu/report/regret.csv"
 say "done: heuristics/generated/num_splits_$gpu.hpp, results/$gpu/report/regret.md"
