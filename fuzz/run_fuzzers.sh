@@ -23,9 +23,10 @@ generator_args=()
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   if command -v ninja >/dev/null 2>&1; then generator_args=(-G Ninja); else generator_args=(-G "Unix Makefiles"); fi
 fi
+mkdir -p "$build_dir"
 cmake -S . -B "$build_dir" "${generator_args[@]}" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release \
   -DSPLITKV_ENABLE_CUDA=OFF -DSPLITKV_BUILD_TESTS=OFF -DSPLITKV_BUILD_FUZZERS=ON \
-  >"$build_dir.configure.log" 2>&1 || { cat "$build_dir.configure.log"; exit 1; }
+  >"$build_dir/configure.log" 2>&1 || { cat "$build_dir/configure.log"; exit 1; }
 cmake --build "$build_dir" --parallel "${SPLITKV_JOBS:-$(nproc 2>/dev/null || echo 2)}" \
   --target fuzz_grid_reader fuzz_results_csv_reader
 

@@ -20,11 +20,12 @@ generator_args=()
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   if command -v ninja >/dev/null 2>&1; then generator_args=(-G Ninja); else generator_args=(-G "Unix Makefiles"); fi
 fi
+mkdir -p "$build_dir"
 echo "sanitize.sh: configuring $build_dir (Debug, $flags)"
 cmake -S . -B "$build_dir" "${generator_args[@]}" -DSPLITKV_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$link_flags" \
-  "-DCMAKE_SHARED_LINKER_FLAGS=$link_flags" >"$build_dir.configure.log" 2>&1 ||
-  { cat "$build_dir.configure.log"; exit 1; }
+  "-DCMAKE_SHARED_LINKER_FLAGS=$link_flags" >"$build_dir/configure.log" 2>&1 ||
+  { cat "$build_dir/configure.log"; exit 1; }
 echo "sanitize.sh: building with $jobs jobs"
 cmake --build "$build_dir" --parallel "$jobs"
 
