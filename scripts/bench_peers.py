@@ -142,6 +142,8 @@ class Splitkv:
         f.restype = ctypes.c_int
         f.argtypes = [ctypes.c_int] * 11 + [ctypes.c_float] + [ctypes.c_void_p] * 11
         self.buckets = self.lib.splitkv_length_buckets()
+        self.lib.splitkv_per_sequence_grid_bound.restype = ctypes.c_int
+        self.lib.splitkv_per_sequence_grid_bound.argtypes = [ctypes.c_void_p, ctypes.c_int]
         self.heuristic = None
         if heuristic_path:
             h = self.heuristic = ctypes.CDLL(heuristic_path)
@@ -168,11 +170,13 @@ class Splitkv:
                                                        s.capacity, sm_count)
         return chosen, self.heuristic.splitkv_fa2_splits_with_work(s.capacity, s.context_len, chosen)
 
-    def auto_caller(self, s, buffers, gpu_name, sm_count, bound=128):
-        """num_splits = auto: the table's per-length choice, looked up on the device per sequence."""
+    def auto_caller(self, s, buffers, gpu_name, sm_count):
+        """num_splits = auto: the table's per-length choice, looked up on the device per sequence; the
+        grid is the table's largest entry for lengths up to the capacity (no length read on the host)."""
         table = (ctypes.c_ubyte * self.buckets)()
         self.heuristic.splitkv_splits_by_length(gpu_name.encode(), sm_count, s.batch, s.num_heads, s.num_kv_heads,
                                                 s.head_dim, 0, table, self.buckets)
+        bound = self.lib.splitkv_per_sequence_grid_bound(table, s.capacity)
         self._ensure_workspace(s, bound)
         capacity = buffers.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
 

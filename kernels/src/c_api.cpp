@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "splitkv/decode_attention.hpp"
+#include "splitkv/split_partition.hpp"
 
 namespace {
 
@@ -71,6 +72,13 @@ int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, in
 }
 
 int splitkv_length_buckets(void) { return splitkv::SplitsByLength::kBuckets; }
+
+int splitkv_per_sequence_grid_bound(const unsigned char* splits_by_length, int cache_capacity) {
+  if (splits_by_length == nullptr) return 1;
+  splitkv::SplitsByLength table;
+  std::memcpy(table.splits, splits_by_length, splitkv::SplitsByLength::kBuckets);
+  return splitkv::per_sequence_grid_bound(table, cache_capacity);
+}
 
 const char* splitkv_last_error(void) { return splitkv::last_error_message(); }
 

@@ -42,5 +42,17 @@ TEST(SequenceSplits, AutoTakesTheBucketAndClampsToTheGrid) {
   EXPECT_EQ(1, sequence_splits(8, 64, true, table.splits));  // never below one split
 }
 
+TEST(PerSequenceGridBound, LargestEntryOfTheBucketsUpToTheCapacity) {
+  SplitsByLength table;
+  for (auto& s : table.splits) s = 2;
+  table.splits[10] = 9;   // lengths near 1024
+  table.splits[20] = 64;  // lengths near 2^20: beyond a 131072-token cache
+  EXPECT_EQ(9, per_sequence_grid_bound(table, 131072));
+  EXPECT_EQ(2, per_sequence_grid_bound(table, 512));
+  EXPECT_EQ(9, per_sequence_grid_bound(table, 1024));
+  EXPECT_EQ(64, per_sequence_grid_bound(table, 1 << 21));
+  EXPECT_EQ(2, per_sequence_grid_bound(table, 0));
+}
+
 }  // namespace
 }  // namespace splitkv

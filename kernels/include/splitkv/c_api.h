@@ -46,6 +46,10 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
                                           const unsigned char* splits_by_length,
                                           const int32_t* splits_per_sequence, void* stream);
 
+/* Smallest num_splits bound that serves every length up to cache_capacity under a per-length
+ * table (splitkv_length_buckets() entries): the grid to launch, or capture, for "auto". */
+int splitkv_per_sequence_grid_bound(const unsigned char* splits_by_length, int cache_capacity);
+
 /* Message of the last failed call on this thread ("" if none). */
 const char* splitkv_last_error(void);
 

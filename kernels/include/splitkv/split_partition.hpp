@@ -65,4 +65,15 @@ SPLITKV_HOST_DEVICE int sequence_splits(int seqlen, int grid_splits, bool per_se
   return chosen < 1 ? 1 : (chosen > grid_splits ? grid_splits : chosen);
 }
 
+// The smallest grid (splits dimension) that serves every length up to `capacity` under a
+// per-length table: the largest entry of the buckets a length <= capacity can fall in. It is
+// known on the host without reading any length, so it sizes a CUDA graph's grid; CTAs past a
+// sequence's own count still launch and exit, so a tighter bound is cheaper (kernels/NOTES.md).
+SPLITKV_HOST_DEVICE int per_sequence_grid_bound(const SplitsByLength& table, int capacity) {
+  const int last = length_bucket(capacity < 1 ? 1 : capacity);
+  int bound = 1;
+  for (int i = 0; i <= last; ++i) bound = table.splits[i] > bound ? table.splits[i] : bound;
+  return bound;
+}
+
 }  // namespace splitkv
