@@ -111,6 +111,12 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
     for (auto& [path, bytes] : report_files(products, regret_csv, true)) files[path] = std::move(bytes);
   }
   try {
+    // The report folder is an output of its own, so it is created; the header's folder must exist.
+    if (!options.report_dir.empty()) {
+      std::error_code error;
+      std::filesystem::create_directories(options.report_dir, error);
+      if (error) throw OutputError(options.report_dir + ": cannot create the report folder: " + error.message());
+    }
     for (const auto& [path, bytes] : files) write_file_atomically(path, bytes);
   } catch (const OutputError& error) {
     err << "splitkv fit: " << error.what() << "\n";

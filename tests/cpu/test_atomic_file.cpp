@@ -14,7 +14,10 @@ using splitkv::testing::ScopedTempDir;
 
 TEST(AtomicFile, WritesReplacesAndLeavesNoTemporaries) {
   ScopedTempDir dir;
-  const std::string path = dir.file("deep/er/out.txt");  // missing folders are created
+  const std::string path = dir.file("deep/er/out.txt");
+  EXPECT_THROW(write_file_atomically(path, "first\n"), OutputError);  // a missing folder is refused
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "deep"));
+  std::filesystem::create_directories(dir.path() / "deep/er");
   write_file_atomically(path, "first\n");
   EXPECT_EQ(read_text(path), "first\n");
   write_file_atomically(path, "second\n");

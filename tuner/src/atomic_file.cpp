@@ -31,10 +31,10 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   std::error_code error;
   if (fs::is_directory(target, error)) throw OutputError(fmt::format("{}: is a folder, not a file", path));
   const fs::path parent = target.parent_path();
-  if (!parent.empty()) {
-    fs::create_directories(parent, error);
-    if (error) throw OutputError(fmt::format("{}: cannot create folder {}: {}", path, parent.string(), error.message()));
-  }
+  // A missing folder is the caller's typo more often than a wish: every command refuses it
+  // (a report folder, which is an output of its own, is created by its command first).
+  if (!parent.empty() && !fs::is_directory(parent, error))
+    throw OutputError(fmt::format("{}: folder {} does not exist; create it first", path, parent.string()));
   const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw OutputError(fmt::format("{}: cannot create: {}", temp, std::strerror(errno)));

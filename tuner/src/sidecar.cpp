@@ -1,5 +1,7 @@
 #include "splitkv/tuner/sidecar.hpp"
 
+#include "splitkv/tuner/atomic_file.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -81,13 +83,6 @@ std::string shell_quote(const std::string& text) {
   return out + "'";
 }
 
-void fsync_directory(const std::filesystem::path& directory) {
-  const int fd = ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);  // makes the rename durable; best effort, some filesystems refuse
-    ::close(fd);
-  }
-}
 
 }  // namespace
 
@@ -177,39 +172,11 @@ void write_sidecar(const std::string& sidecar_path, const Sidecar& sidecar) {
   // json::type_error on them and stop a sweep before its first row. Replace such bytes.
   const std::string text =
       sidecar_to_json(sidecar).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  const std::filesystem::path target(sidecar_path);
-  const std::string temp = fmt::format("{}.tmp.{}", sidecar_path, ::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw SidecarError(fmt::format("{}: cannot create: {}", temp, std::strerror(errno)));
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw SidecarError(fmt::format("{}: write failed: {}", temp, std::strerror(error)));
-    }
-    written += std::size_t(n);
+  try {
+    write_file_atomically(sidecar_path, text);
+  } catch (const OutputError& error) {
+    throw SidecarError(error.what());
   }
-  if (::fsync(fd) != 0) {
-    const int error = errno;
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw SidecarError(fmt::format("{}: fsync failed: {}", temp, std::strerror(error)));
-  }
-  if (::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    throw SidecarError(fmt::format("{}: close failed: {}", temp, std::strerror(error)));
-  }
-  if (::rename(temp.c_str(), sidecar_path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    throw SidecarError(fmt::format("{}: cannot rename into place: {}", sidecar_path, std::strerror(error)));
-  }
-  fsync_directory(target.parent_path());
 }
 
 Sidecar read_sidecar(const std::string& sidecar_path) {
