@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compare_command.hpp"
 #include "devices_command.hpp"
 #include "evaluate_command.hpp"
 #include "fit_command.hpp"
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
   CLI::App* evaluate = splitkv::cli::add_evaluate_command(app, evaluate_options);
   splitkv::cli::MergeCommandOptions merge_options;
   CLI::App* merge = splitkv::cli::add_merge_command(app, merge_options);
+  splitkv::cli::CompareCommandOptions compare_options;
+  CLI::App* compare = splitkv::cli::add_compare_command(app, compare_options);
 
   try {
     app.parse(argc, argv);
@@ -80,5 +83,6 @@ int main(int argc, char** argv) {
   if (fit->parsed()) return splitkv::cli::run_fit_command(fit_options, std::cout, std::cerr);
   if (merge->parsed()) return splitkv::cli::run_merge_command(merge_options, std::cout, std::cerr);
   if (evaluate->parsed()) return splitkv::cli::run_evaluate_command(evaluate_options, std::cout, std::cerr);
+  if (compare->parsed()) return splitkv::cli::run_compare_command(compare_options, std::cout, std::cerr);
   return 2;
 }
