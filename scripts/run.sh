@@ -35,9 +35,15 @@ else
   say "no usable GPU (or SPLITKV_NO_SWEEP=1): fitting the committed H200 measurements"
 fi
 
-say "fit results/$gpu/$results.csv -> heuristics/generated/num_splits_$gpu.hpp, report in results/$gpu/report/"
-"$splitkv" fit "results/$gpu/$results.csv" --out "heuristics/generated/num_splits_$gpu.hpp" --report "results/$gpu/report/"
-validation=()
-[ -s "results/$gpu/validation.csv" ] && validation=(--validation "results/$gpu/validation.csv")
-"$splitkv" evaluate "results/$gpu/$results.csv" "${validation[@]}" --out "results/$gpu/report/regret.csv"
-say "done: heuristics/generated/num_splits_$gpu.hpp, results/$gpu/report/regret.md"
+say "fit results/$gpu/$results.csv -> heuristics/generated/num_splits_$gpu.hpp"
+"$splitkv" fit "results/$gpu/$results.csv" --out "heuristics/generated/num_splits_$gpu.hpp"
+if [ "$results" = full ]; then
+  # The regret tables (in sample, cross-validated, validation), paged vs contiguous, the capacity
+  # scenario, the plots and summary.md.
+  scripts/report.sh --results-dir "results/$gpu" --splitkv "$splitkv"
+  say "done: heuristics/generated/num_splits_$gpu.hpp, results/$gpu/report/summary.md"
+else
+  mkdir -p "results/$gpu/report"
+  "$splitkv" evaluate "results/$gpu/$results.csv" --out "results/$gpu/report/regret.csv"
+  say "done: heuristics/generated/num_splits_$gpu.hpp, results/$gpu/report/regret.md"
+fi
