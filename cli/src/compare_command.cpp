@@ -1,5 +1,7 @@
 #include "compare_command.hpp"
 
+#include "output_paths.hpp"
+
 #include <exception>
 #include <ostream>
 
@@ -33,6 +35,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareCommandOptions& options) {
 }
 
 int run_compare_command(const CompareCommandOptions& options, std::ostream& out, std::ostream& err) {
+  if (!output_folder_exists(options.out_path, "compare", "--out", err) ||
+      !output_folder_exists(options.capacity_out_path, "compare", "--capacity-out", err))
+    return 2;
   using namespace splitkv::heuristics;
   CompareRequest request = options.request;
   request.capacity_scenario = !options.capacity_out_path.empty();

@@ -1,5 +1,7 @@
 #include "evaluate_command.hpp"
 
+#include "output_paths.hpp"
+
 #include <map>
 #include <ostream>
 
@@ -41,6 +43,7 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
 
 int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& out, std::ostream& err) {
   using namespace splitkv::heuristics;
+  if (!output_folder_exists(options.out_path, "evaluate", "--out", err)) return 2;
   FitRequest request;
   request.results_csv = options.results_csv;
   request.validation_csv = options.validation_csv;

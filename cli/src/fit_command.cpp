@@ -1,5 +1,7 @@
 #include "fit_command.hpp"
 
+#include "output_paths.hpp"
+
 #include <filesystem>
 #include <map>
 #include <ostream>
@@ -64,6 +66,7 @@ CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
 }
 
 int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::ostream& err) {
+  if (!options.check && !output_folder_exists(options.out_path, "fit", "--out", err)) return 2;
   FitRequest request;
   request.results_csv = options.results_csv;
   request.header_path = options.out_path.empty() ? "default" : options.out_path;

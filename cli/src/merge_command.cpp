@@ -1,5 +1,7 @@
 #include "merge_command.hpp"
 
+#include "output_paths.hpp"
+
 #include <filesystem>
 #include <ostream>
 
@@ -24,12 +26,7 @@ CLI::App* add_merge_command(CLI::App& app, MergeCommandOptions& options) {
 }
 
 int run_merge_command(const MergeCommandOptions& options, std::ostream& out, std::ostream& err) {
-  const std::filesystem::path parent = std::filesystem::path(options.out_path).parent_path();
-  if (!parent.empty() && !std::filesystem::is_directory(parent)) {
-    err << "splitkv merge: --out " << options.out_path << ": folder " << parent.string()
-        << " does not exist; create it first\n";
-    return 2;
-  }
+  if (!output_folder_exists(options.out_path, "merge", "--out", err)) return 2;
   if (std::filesystem::exists(options.out_path)) {
     err << "splitkv merge: --out " << options.out_path << " exists; merge into a new file\n";
     return 2;

@@ -3,7 +3,7 @@
 # is defined); label cpu.
 set(SPLITKV_FIT_FIXTURES ${PROJECT_SOURCE_DIR}/heuristics/tests/fixtures)
 set(SPLITKV_FIT_SCRATCH ${CMAKE_CURRENT_BINARY_DIR}/cli_fit_scratch)
-file(MAKE_DIRECTORY ${SPLITKV_FIT_SCRATCH})
+file(MAKE_DIRECTORY ${SPLITKV_FIT_SCRATCH} ${SPLITKV_FIT_SCRATCH}/evaluate)
 
 splitkv_cli_test(fit_help 0 "--check.*--report.*--gpu-name" fit --help)
 splitkv_cli_test(fit_writes_header_and_report 0
@@ -42,6 +42,10 @@ splitkv_cli_test(evaluate_writes_report 0 "wrote +.*regret\\.csv.*wrote +.*regre
   evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --validation ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv
       --out ${SPLITKV_FIT_SCRATCH}/evaluate/regret.csv)
 splitkv_cli_test(evaluate_out_required 2 "--out is required" evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv)
+splitkv_cli_test(evaluate_out_in_missing_folder 2 "folder .*missing_folder does not exist"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/missing_folder/regret.csv)
+splitkv_cli_test(fit_out_in_missing_folder 2 "folder .*missing_folder does not exist"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/missing_folder/h.hpp)
 
 # CI's guard on the committed table: the header must be exactly what the committed CSV gives.
 if(EXISTS ${PROJECT_SOURCE_DIR}/results/h200/full.csv AND
