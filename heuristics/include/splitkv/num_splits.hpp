@@ -17,9 +17,13 @@
 #include <cstddef>
 #include <string_view>
 
+// Source tree: heuristics/generated/ beside include/; installed: include/splitkv/generated/.
 #if defined(__has_include)
 #if __has_include("../../generated/num_splits_h200.hpp")
 #include "../../generated/num_splits_h200.hpp"
+#define SPLITKV_HAS_GENERATED_TABLE_H200 1
+#elif __has_include("generated/num_splits_h200.hpp")
+#include "generated/num_splits_h200.hpp"
 #define SPLITKV_HAS_GENERATED_TABLE_H200 1
 #endif
 #endif
