@@ -124,6 +124,13 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
   } catch (const tuner::CsvError& error) {
     throw InputError(error.what());
   }
+  // A torn last line is an interrupted sweep: fitting the rows before it would emit a table
+  // from part of the grid, so it is refused (as `merge` and a sweep without --resume do).
+  if (csv.torn) {
+    throw InputError(fmt::format("{}:{}: the last line is torn (no newline: an interrupted sweep); "
+                                 "finish it with `splitkv sweep ... --resume` first",
+                                 source, csv.torn->line));
+  }
   if (csv.rows.empty()) {
     throw InputError(csv.torn || !text.empty()
                          ? fmt::format("{}: holds no complete data rows", source)

@@ -57,8 +57,8 @@ MergeSummary merge_results(const std::vector<std::string>& input_csvs, const std
     sidecars.push_back(read_sidecar(sidecar_path));
     contents.push_back(read_results_csv(input));
     if (contents.back().torn)
-      throw MergeError(fmt::format("{}: its last line is torn (an interrupted sweep); finish it with "
-                                   "`splitkv sweep ... --resume` first", input));
+      throw MergeError(fmt::format("{}:{}: its last line is torn (an interrupted sweep); finish it with "
+                                   "`splitkv sweep ... --resume` first", input, contents.back().torn->line));
     check_results_consistency(contents.back(), input);
   }
 
