@@ -28,7 +28,6 @@ void print_fit(const FitProducts& p, std::ostream& out) {
                      m.source_display, m.counts.rows, m.counts.ok, m.counts.shapes, m.gpu, m.sm_count,
                      m.sm_count_source, m.kernel);
   for (const auto& [status, n] : m.counts.excluded) out << fmt::format("excluded  {} rows with status {}\n", n, status);
-  if (m.counts.torn_tail) out << "warning   the CSV ends in a torn line (an interrupted sweep); it was dropped\n";
   const FitNotes& n = p.fit.notes;
   if (n.page_sizes.size() > 1) {
     out << fmt::format("pages     {} ({})\n", fmt::join(n.page_sizes, ", "),

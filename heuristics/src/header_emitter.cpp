@@ -33,7 +33,6 @@ std::string counts_line(const RowCounts& c) {
   line += excluded.empty() ? "; none excluded" : "; excluded " + excluded;
   if (c.superseded) line += fmt::format("; {} throttled rows superseded", c.superseded);
   if (c.other_kernels) line += fmt::format("; {} rows of other kernels ignored", c.other_kernels);
-  if (c.torn_tail) line += "; torn last line dropped";
   return line;
 }
 

@@ -132,7 +132,7 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
                                  source, csv.torn->line));
   }
   if (csv.rows.empty()) {
-    throw InputError(csv.torn || !text.empty()
+    throw InputError(!text.empty()
                          ? fmt::format("{}: holds no complete data rows", source)
                          : fmt::format("{}: is empty (no header, no rows)", source));
   }
@@ -142,7 +142,6 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
   m.source_display = display_path(source);
   m.sha256 = tuner::sha256_hex(text);
   m.counts.rows = std::int64_t(csv.rows.size());
-  m.counts.torn_tail = csv.torn.has_value();
   m.gpu = csv.rows.front().gpu;
 
   // One GPU per file and one final row per point: the tuner's rule, shared with the sweep.

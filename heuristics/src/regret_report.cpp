@@ -267,11 +267,11 @@ std::string fit_markdown(const FittedHeuristic& fit, const Measurements& m) {
       "- input: `{}` (sha256 `{}`){}\n"
       "- GPU: {} ({} SMs, from the {}); kernel fitted: `{}`\n"
       "- rows: {} read, {} ok and used; excluded by status: {}; {} throttled rows superseded by a re-measurement; "
-      "{} ok rows of other kernels ignored{}\n"
+      "{} ok rows of other kernels ignored\n"
       "- shapes: {} with at least one ok row; {} shapes had no ok row\n",
       m.source_display, m.sha256, m.measured_at.empty() ? "" : ", measured " + m.measured_at, m.gpu, m.sm_count,
       m.sm_count_source, m.kernel, c.rows, c.ok, excluded.empty() ? "none" : excluded, c.superseded,
-      c.other_kernels, c.torn_tail ? "; a torn last line was dropped" : "", c.shapes, c.shapes_without_ok_rows);
+      c.other_kernels, c.shapes, c.shapes_without_ok_rows);
 
   const FitNotes& n = fit.notes;
   out += "\n## Decisions taken from the data\n\n";

@@ -45,12 +45,11 @@ struct MeasuredShape {
 
 // Where the rows of a file went.
 struct RowCounts {
-  std::int64_t rows = 0;                          // data rows parsed (torn tail excluded)
+  std::int64_t rows = 0;                          // data rows parsed (a torn tail is refused)
   std::int64_t ok = 0;                            // rows the fit uses
   std::map<std::string, std::int64_t> excluded;   // by status: throttled, oom, ...
   std::int64_t superseded = 0;                    // throttled rows a later row re-measured
   std::int64_t other_kernels = 0;                 // ok rows of kernels not selected
-  bool torn_tail = false;                         // a last line without newline was dropped
   std::int64_t shapes = 0;                        // shapes with at least one ok row
   std::int64_t shapes_without_ok_rows = 0;        // shapes whose every row failed
 };
