@@ -95,6 +95,9 @@ class Buffers:
         # read what they would read in their own engines.
         self.k_bhld = [k[:, :s.context_len].transpose(1, 2).contiguous() for k in self.k]
         self.v_bhld = [v[:, :s.context_len].transpose(1, 2).contiguous() for v in self.v]
+        # Tokens between consecutive sequences of a copy: the allocation's capacity, also for a copy
+        # sliced out of a larger cache. The kernels and FA2 varlen take it as the per-sequence stride.
+        self.slot_tokens = self.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
         self.q = torch.empty(s.batch, s.num_heads, s.head_dim, **kw).uniform_(-1, 1, generator=generator)
         self.out = torch.empty_like(self.q)
         self.seqlens = torch.full((s.batch,), s.context_len, device="cuda", dtype=torch.int32)
@@ -178,7 +181,7 @@ class Splitkv:
                                                 s.head_dim, 0, table, self.buckets)
         bound = self.lib.splitkv_per_sequence_grid_bound(table, s.capacity)
         self._ensure_workspace(s, bound)
-        capacity = buffers.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
+        capacity = buffers.slot_tokens
 
         def call(copy):
             rc = self.lib.splitkv_decode_attention_per_sequence(
@@ -199,8 +202,7 @@ class Splitkv:
     def caller(self, s, buffers, splits):
         need = self._ensure_workspace(s, splits)
         ws = self.workspace.data_ptr() if need else None
-        # A copy sliced out of a larger cache keeps the parent's per-sequence stride: the capacity.
-        capacity = buffers.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
+        capacity = buffers.slot_tokens
 
         def call(copy):
             rc = self.lib.splitkv_decode_attention(
@@ -228,7 +230,7 @@ def fa2_varlen_caller(s, buffers, max_k):
     """FlashAttention 2 varlen with seqused_k: K/V allocated at capacity, max_seqlen_k as given."""
     q = buffers.q.reshape(s.batch, s.num_heads, s.head_dim)  # one query token per sequence
     cu_q = torch.arange(0, s.batch + 1, device="cuda", dtype=torch.int32)
-    cap = buffers.k[0].stride(0) // (s.num_kv_heads * s.head_dim)
+    cap = buffers.slot_tokens
     cu_k = torch.arange(0, s.batch + 1, device="cuda", dtype=torch.int32) * cap
 
     def call(copy):

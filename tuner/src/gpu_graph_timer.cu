@@ -9,10 +9,14 @@ namespace splitkv::tuner {
 namespace {
 
 std::string cuda_failure(const char* step, cudaError_t error) {
-  return std::string(step) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")";
+  return std::string(step) + ": " + describe_cuda_error(error);
 }
 
 }  // namespace
+
+std::string describe_cuda_error(cudaError_t error) {
+  return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+}
 
 GraphReplayTimer::~GraphReplayTimer() { reset(); }
 

@@ -13,11 +13,10 @@
 #include "splitkv/decode_attention.hpp"
 #include "splitkv/tuner/device_random.cuh"
 #include "splitkv/tuner/gpu_sweep.hpp"
+#include "splitkv/tuner/graph_timer.hpp"
 
 namespace splitkv::tuner {
 namespace {
-
-std::string describe(cudaError_t error) { return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error); }
 
 // One sweep shape's device memory: `copies` independent K/V caches (what rotates), plus q,
 // out, lengths, block table and workspace shared by all copies (small, as in a real step).
@@ -121,7 +120,7 @@ class SplitkvKernel final : public KernelUnderTest {
  private:
   static KernelOutcome check(cudaError_t error) {
     if (error == cudaSuccess) return KernelOutcome::success();
-    return KernelOutcome::failure(PointStatus::launch_failed, describe(error));
+    return KernelOutcome::failure(PointStatus::launch_failed, describe_cuda_error(error));
   }
 
   static KernelOutcome allocate(void** pointer, std::size_t bytes) {
@@ -130,7 +129,7 @@ class SplitkvKernel final : public KernelUnderTest {
     *pointer = nullptr;
     cudaGetLastError();  // allocation failures are not sticky; clear them so the sweep goes on
     return KernelOutcome::failure(error == cudaErrorMemoryAllocation ? PointStatus::oom : PointStatus::launch_failed,
-                                  "cudaMalloc(" + std::to_string(bytes) + " bytes): " + describe(error));
+                                  "cudaMalloc(" + std::to_string(bytes) + " bytes): " + describe_cuda_error(error));
   }
 
   static KernelOutcome upload(void** pointer, const std::vector<int32_t>& host) {

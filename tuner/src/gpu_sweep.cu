@@ -19,8 +19,6 @@
 namespace splitkv::tuner {
 namespace {
 
-std::string describe(cudaError_t error) { return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error); }
-
 // NVML through dlopen: the driver ships libnvidia-ml, the toolkit only a stub, and the CI
 // machine has neither, so linking it would stop the binaries from starting there.
 class Nvml {
@@ -82,7 +80,7 @@ bool query_device(int index, DeviceFacts* facts, std::string* error) {
   cudaDeviceProp properties{};
   cudaError_t status = cudaGetDeviceProperties(&properties, index);
   if (status != cudaSuccess) {
-    *error = "device " + std::to_string(index) + ": " + describe(status);
+    *error = "device " + std::to_string(index) + ": " + describe_cuda_error(status);
     return false;
   }
   facts->index = index;
@@ -140,7 +138,7 @@ bool is_sticky(cudaError_t error) {
 void stop_if_sticky() {
   const cudaError_t error = cudaDeviceSynchronize();
   if (is_sticky(error))
-    throw std::runtime_error("unrecoverable CUDA error, the context is lost: " + describe(error));
+    throw std::runtime_error("unrecoverable CUDA error, the context is lost: " + describe_cuda_error(error));
   cudaGetLastError();  // clear a non-sticky error so the next point starts clean
 }
 
@@ -232,7 +230,7 @@ DeviceListing list_gpu_devices() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
-    listing.error = "no usable CUDA device: " + describe(error);
+    listing.error = "no usable CUDA device: " + describe_cuda_error(error);
     return listing;
   }
   for (int i = 0; i < count; ++i) {
@@ -253,7 +251,7 @@ GpuSweepResult run_gpu_sweep(const GpuSweepRequest& request) {
   int count = 0;
   cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess || count == 0) {
-    result.error = error != cudaSuccess ? "no usable CUDA device: " + describe(error) : "no CUDA device present";
+    result.error = error != cudaSuccess ? "no usable CUDA device: " + describe_cuda_error(error) : "no CUDA device present";
     return result;
   }
   if (request.device < 0 || request.device >= count) {
@@ -262,7 +260,7 @@ GpuSweepResult run_gpu_sweep(const GpuSweepRequest& request) {
     return result;
   }
   if ((error = cudaSetDevice(request.device)) != cudaSuccess) {
-    result.error = "cudaSetDevice: " + describe(error);
+    result.error = "cudaSetDevice: " + describe_cuda_error(error);
     return result;
   }
   SweepRunOptions options;
@@ -284,7 +282,7 @@ GpuSweepResult run_gpu_sweep(const GpuSweepRequest& request) {
 
   cudaStream_t stream = nullptr;
   if ((error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess) {
-    result.error = "cudaStreamCreate: " + describe(error);
+    result.error = "cudaStreamCreate: " + describe_cuda_error(error);
     return result;
   }
   options.out_csv = request.out_csv;

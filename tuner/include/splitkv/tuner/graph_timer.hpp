@@ -27,6 +27,10 @@ struct GraphTiming {
   int calls_per_graph = 0;
 };
 
+// "cudaErrorIllegalAddress: an illegal memory access was encountered": how every GPU-side
+// message of the tuner names a CUDA error.
+std::string describe_cuda_error(cudaError_t error);
+
 // `enqueue(copy, stream)` enqueues one call on buffers `copy` (0..copies-1) and returns an empty
 // string on success or a message.
 using EnqueueCall = std::function<std::string(int copy, cudaStream_t stream)>;
