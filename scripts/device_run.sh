@@ -4,12 +4,14 @@
 #
 #   scripts/device_run.sh [tests] [sanitize] [bench] [sweep] [fit] [peers] [all]    (default: all)
 #
-# Extra arguments for the bench go in SPLITKV_BENCH_ARGS. The sweep step runs sweeps/quick.json
-# twice (quick_a, quick_b: run-to-run stability) and sweeps/full.json until SPLITKV_FULL_DEADLINE
-# seconds into the script (default 420; it stops cleanly and can be resumed). fit regenerates the
-# header from results/h200/full.csv; peers runs scripts/bench_peers.py until SPLITKV_DEADLINE
-# (default 560). results/h200 and heuristics/generated come back as $OUT/results_h200.tgz. The
-# device copy has no .git: pass the commit as SPLITKV_GIT_SHA for the sidecars.
+# Extra arguments for the bench go in SPLITKV_BENCH_ARGS. The sweep step runs the sweeps listed
+# in SPLITKV_SWEEPS (entries name:grid[:kernels[:VAR=value]], default: sweeps/quick.json twice as
+# quick_a/quick_b for run-to-run stability, then sweeps/full.json), each into
+# results/h200/<name>.csv, and interrupts whatever still runs SPLITKV_SWEEP_DEADLINE seconds into
+# the script (default 420; it stops cleanly and can be resumed). fit regenerates the header from
+# results/h200/full.csv; peers runs scripts/bench_peers.py until SPLITKV_DEADLINE (default 560).
+# results/h200 and heuristics/generated come back as $OUT/results_h200.tgz. The device copy has no
+# .git: pass the commit as SPLITKV_GIT_SHA for the sidecars.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
@@ -72,26 +74,28 @@ if wants sweep; then
   mkdir -p results/h200
   splitkv=build-device/cli/splitkv
   $splitkv devices | tee "$LOG/devices.txt"
-  run_sweep() {  # name, then sweep arguments; a failing sweep is reported, the others still run
-    local name=$1
-    shift
-    local start=$SECONDS
+  # Each entry of SPLITKV_SWEEPS is name:grid[:kernels[:VAR=value]]; results/h200/<name>.csv.
+  # Every sweep is interrupted with SIGINT (the sweep's own "stop after this point, keep every
+  # row" signal) once SPLITKV_SWEEP_DEADLINE seconds of this script have passed; --resume
+  # finishes it later.
+  sweep_deadline=${SPLITKV_SWEEP_DEADLINE:-${SPLITKV_FULL_DEADLINE:-420}}
+  for entry in ${SPLITKV_SWEEPS:-quick_a:sweeps/quick.json quick_b:sweeps/quick.json full:sweeps/full.json}; do
+    IFS=: read -r name grid kernels env_assign <<<"$entry"
+    left=$(( sweep_deadline - SECONDS ))
+    if (( left < 5 )); then echo "$name: skipped, sweep deadline reached"; continue; fi
+    mkdir -p "$(dirname "results/h200/$name.csv")" "$(dirname "$LOG/sweep_$name.log")"
     rm -f "results/h200/$name.csv" "results/h200/$name.json"
-    "$splitkv" sweep --out "results/h200/$name.csv" "$@" 2>"$LOG/sweep_$name.log"
-    local rc=$?
-    printf '%-16s exit %3d  %4ds  %s\n' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$LOG/sweep_$name.log")"
-  }
-  # Stability: the quick grid twice in one call.
-  run_sweep quick_a --grid sweeps/quick.json
-  run_sweep quick_b --grid sweeps/quick.json
-  # SIGINT is the sweep's own "stop after this point, keep every row" signal.
-  full_seconds=$(( ${SPLITKV_FULL_DEADLINE:-420} - SECONDS ))
-  (( full_seconds > 10 )) || full_seconds=10
-  echo "full sweep: at most ${full_seconds}s"
-  ( sleep "$full_seconds"; pkill -INT -f "sweeps/full.json" ) &
-  watchdog=$!
-  run_sweep full --grid sweeps/full.json
-  kill $watchdog 2>/dev/null
+    start=$SECONDS
+    env ${env_assign:-SPLITKV_NO_EXTRA_ENV=1} "$splitkv" sweep --grid "$grid" --kernel "${kernels:-splitkv}" \
+      --out "results/h200/$name.csv" 2>"$LOG/sweep_$name.log" &
+    sweep_pid=$!
+    ( sleep "$left"; kill -INT "$sweep_pid" 2>/dev/null ) &
+    watchdog=$!
+    wait "$sweep_pid"
+    rc=$?
+    kill "$watchdog" 2>/dev/null
+    printf '%-28s exit %3d  %4ds  %s\n' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$LOG/sweep_$name.log")"
+  done
 fi
 
 if wants fit; then

@@ -3,6 +3,7 @@
 #include "splitkv/decode_attention.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <string>
@@ -43,6 +44,16 @@ cudaError_t allow_shared_memory(const void* kernel, int bytes) {
   error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (error == cudaSuccess) done.insert({device, kernel});
   return error;
+}
+
+// Staggered tile walks (first_tile_of_walk) are on unless SPLITKV_STAGGER_TILE_WALKS=0: the
+// switch exists so one build can time both walks against each other (kernels/NOTES.md, v5).
+bool stagger_tile_walks() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("SPLITKV_STAGGER_TILE_WALKS");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  return enabled;
 }
 
 // Programmatic dependent launch needs sm_90; older devices get plain stream order.
@@ -239,6 +250,7 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.per_sequence_splits = params.per_sequence_splits ? 1 : 0;
   args.splits_by_length = params.splits_by_length;
   args.splits_per_sequence = params.splits_per_sequence;
+  args.stagger_tile_walks = stagger_tile_walks() ? 1 : 0;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;
 
