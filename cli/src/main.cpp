@@ -48,9 +48,16 @@ int main(int argc, char** argv) {
                     "exhaustive: time every planned split count. pruned: per shape, walk the "
                     "split counts upwards and stop once three in a row are slower than the best.")
       ->check(CLI::IsMember({"exhaustive", "pruned"}));
+  std::string registered;
+  {
+    splitkv::tuner::KernelRegistry registry;
+    splitkv::tuner::register_gpu_kernels(registry);
+    for (const std::string& name : registry.names()) registered += (registered.empty() ? "" : ", ") + name;
+  }
   sweep->add_option("--kernel", sweep_options.kernels,
                     "Registered kernel(s) to time; repeat the flag or separate with commas to "
-                    "measure several in one sweep. Default: splitkv.")
+                    "measure several in one sweep. Default: splitkv. Registered in this build: " +
+                        (registered.empty() ? std::string("none (no CUDA)") : registered) + ".")
       ->delimiter(',');
 
   CLI::App* devices =

@@ -137,6 +137,32 @@ std::string resume_report(const std::string& out_path, const ResultsCsv& content
   return text;
 }
 
+// A path or value as a POSIX shell reads it back: bare when safe, else single-quoted.
+std::string shell_quote(const std::string& text) {
+  const bool safe = !text.empty() && text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                            "0123456789_./:,=+-@%") == std::string::npos;
+  if (safe) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The exact command that continues this sweep: same grid, output, shard, search, kernels
+// and device, plus --resume.
+std::string resume_command(const SweepCommandOptions& options, const std::vector<std::string>& kernels) {
+  std::string command = "splitkv sweep --grid " + shell_quote(options.grid_path) + " --out " +
+                        shell_quote(options.out_path) + " --resume";
+  if (options.shard != "0/1") command += " --shard " + shell_quote(options.shard);
+  if (options.search != "exhaustive") command += " --search " + shell_quote(options.search);
+  if (options.device != 0) command += " --device " + std::to_string(options.device);
+  if (kernels.size() != 1 || kernels.front() != kDefaultKernelName) {
+    std::string joined;
+    for (const auto& name : kernels) joined += (joined.empty() ? "" : ",") + name;
+    command += " --kernel " + shell_quote(joined);
+  }
+  return command;
+}
+
 int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err) {
   const GridSpec grid = load_grid_file(options.grid_path);
   const ShardSpec shard = parse_shard(options.shard);
@@ -207,6 +233,9 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
                      to_string(summary.stop), summary.rows_written, summary.ok, summary.failed,
                      summary.already_done, summary.search_skipped, format_duration(summary.elapsed_s));
   if (!summary.message.empty()) err << "splitkv sweep: " << summary.message << "\n";
+  if (summary.stop != StopReason::complete) {
+    err << "splitkv sweep: resume with: " << resume_command(options, kernels) << "\n";
+  }
   switch (summary.stop) {
     case StopReason::complete:
       return 0;

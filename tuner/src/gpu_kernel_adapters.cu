@@ -160,6 +160,7 @@ void register_gpu_kernels(KernelRegistry& registry) {
   registry.add("unpacked_gqa",
                "baseline: one CTA per query head on CUDA cores, K/V re-read per head of a group",
                [] { return std::make_unique<SplitkvKernel>("unpacked_gqa", DecodeKernel::unpacked_gqa); });
+  register_fault_kernel_if_enabled(registry);
 }
 
 }  // namespace splitkv::tuner

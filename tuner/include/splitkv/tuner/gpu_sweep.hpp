@@ -55,6 +55,10 @@ DeviceListing list_gpu_devices();
 // Adds every kernel this build can time to `registry`; none without CUDA.
 void register_gpu_kernels(KernelRegistry& registry);
 
+// Adds the test-only "fault_injection" kernel when SPLITKV_ENABLE_FAULT_KERNEL=1
+// (tuner/include/splitkv/tuner/fault_kernel.hpp); register_gpu_kernels calls it.
+void register_fault_kernel_if_enabled(KernelRegistry& registry);
+
 bool built_with_cuda();
 
 }  // namespace splitkv::tuner
