@@ -9,6 +9,7 @@
 #include "evaluate_command.hpp"
 #include "fit_command.hpp"
 #include "merge_command.hpp"
+#include "splitkv/heuristics/device_policy_kernels.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/sidecar.hpp"
 #include "sweep_command.hpp"
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
   std::string registered;
   {
     splitkv::tuner::KernelRegistry registry;
-    splitkv::tuner::register_gpu_kernels(registry);
+    splitkv::heuristics::register_all_kernels(registry);
     for (const std::string& name : registry.names()) registered += (registered.empty() ? "" : ", ") + name;
   }
   sweep->add_option("--kernel", sweep_options.kernels,

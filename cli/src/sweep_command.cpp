@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "splitkv/heuristics/device_policy_kernels.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/grid_spec.hpp"
 #include "splitkv/tuner/plan_report.hpp"
@@ -174,7 +175,7 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
   if (kernels.empty()) kernels.push_back(kDefaultKernelName);
   if (built_with_cuda()) {
     KernelRegistry registry;
-    register_gpu_kernels(registry);
+    heuristics::register_all_kernels(registry);
     for (const auto& name : kernels) {
       if (!registry.contains(name)) registry.create(name);  // throws, naming the known kernels
     }
@@ -217,6 +218,7 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
   request.device = options.device;
   request.search = *search;
   request.kernel_names = kernels;
+  request.register_more_kernels = heuristics::register_device_policy_kernels;
   request.stop_requested = &g_stop_requested;
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);

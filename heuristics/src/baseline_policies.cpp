@@ -1,4 +1,5 @@
 #include "splitkv/heuristics/baseline_policies.hpp"
+#include "splitkv/heuristics/fa3_dynamic_rule.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -127,15 +128,29 @@ int fa3_static_num_splits(const DecodeShape& shape) {
                                   size_one_kv_head, false, 128);
 }
 
-int fa3_dynamic_num_splits(const DecodeShape& shape) {
+Fa3DynamicInputs fa3_dynamic_inputs(const DecodeShape& shape) {
   const Fa3Plan plan = fa3_plan(shape);
-  const int static_splits = fa3_static_num_splits(shape);
-  if (!plan.dynamic) return static_splits;
-  const int n_blocks = ceil_div(std::max(1, shape.context_len), plan.tile.block_n);
-  const int total_blocks = shape.batch * plan.m_blocks * n_blocks;  // every sequence alike
-  const int blocks_per_sm = int(std::ceil(float(total_blocks) * 1.1f * float(shape.num_kv_heads) /
-                                          float(shape.num_sms)));
-  return std::max(std::min(ceil_div(n_blocks, std::max(blocks_per_sm, 1)), static_splits), 1);
+  return {plan.tile.block_n, plan.m_blocks, fa3_static_num_splits(shape), plan.dynamic};
+}
+
+std::vector<int> fa3_dynamic_splits_per_sequence(const DecodeShape& shape, const std::vector<int>& lengths) {
+  const Fa3DynamicInputs in = fa3_dynamic_inputs(shape);
+  std::vector<int> splits(lengths.size(), in.static_splits);
+  if (!in.dynamic) return splits;
+  long long total_blocks = 0;
+  for (int length : lengths) total_blocks += (long long)in.m_blocks * ceil_div(std::max(1, length), in.block_n);
+  const int blocks_per_sm = fa3_blocks_per_sm(total_blocks, shape.num_kv_heads, shape.num_sms);
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    splits[b] = fa3_sequence_splits(ceil_div(std::max(1, lengths[b]), in.block_n), blocks_per_sm, in.static_splits);
+  }
+  return splits;
+}
+
+int fa3_dynamic_num_splits(const DecodeShape& shape) {
+  // Every sequence alike: the rule for the first of batch equal lengths.
+  return fa3_dynamic_splits_per_sequence(shape, std::vector<int>(std::size_t(std::max(1, shape.batch)),
+                                                                  shape.context_len))
+      .front();
 }
 
 // ---- FlashInfer ---------------------------------------------------------------------------
@@ -161,16 +176,23 @@ std::pair<int, int> flashinfer_chunk_pages(int max_grid_size, int num_kv_heads,
 
 int flashinfer_ctas_per_sm(int head_dim) { return head_dim <= 128 ? 2 : 1; }
 
-int flashinfer_num_splits(const DecodeShape& shape) {
+std::vector<int> flashinfer_splits_per_sequence(const DecodeShape& shape, const std::vector<int>& lengths) {
   const int max_grid_size = flashinfer_ctas_per_sm(shape.head_dim) * shape.num_sms;
-  if (shape.batch * shape.num_kv_heads >= max_grid_size) return 1;
+  std::vector<int> splits(lengths.size(), 1);
+  if (std::int64_t(lengths.size()) * shape.num_kv_heads >= max_grid_size) return splits;
   const int page_size = shape.page_size > 0 ? shape.page_size : 1;
-  const int pages = ceil_div(std::max(1, shape.context_len), page_size);
-  const std::vector<int> num_pages(std::size_t(shape.batch), pages);
+  std::vector<int> num_pages;
+  for (int length : lengths) num_pages.push_back(ceil_div(std::max(1, length), page_size));
   const int min_pages = std::max(128 / page_size, 1);
-  const auto [chunk, new_batch] = flashinfer_chunk_pages(max_grid_size, shape.num_kv_heads, num_pages, min_pages);
-  (void)new_batch;  // == batch * splits: every sequence has the same pages
-  return ceil_div(pages, chunk);
+  const int chunk = flashinfer_chunk_pages(max_grid_size, shape.num_kv_heads, num_pages, min_pages).first;
+  for (std::size_t b = 0; b < lengths.size(); ++b) splits[b] = std::max(1, ceil_div(num_pages[b], chunk));
+  return splits;
+}
+
+int flashinfer_num_splits(const DecodeShape& shape) {
+  return flashinfer_splits_per_sequence(shape, std::vector<int>(std::size_t(std::max(1, shape.batch)),
+                                                                 shape.context_len))
+      .front();
 }
 
 // ---- vLLM ---------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ using tuner::ResultRow;
 auto shape_fields(const tuner::SweepPoint& p) {
   return std::make_tuple(int(p.layout), p.page_size, int(p.dtype), p.head_dim, p.num_heads,
                          p.num_kv_heads, p.batch, p.context_len, p.cache_capacity,
-                         int(p.length_distribution));
+                         tuner::to_string(p.length_distribution));
 }
 
 std::string read_bytes(const std::string& path) {

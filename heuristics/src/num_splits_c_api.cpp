@@ -35,13 +35,7 @@ int splitkv_splits_by_length(const char* device_name, int sm_count, int batch, i
                              int head_dim, int page_size, unsigned char* splits, int buckets) {
   if (splits == nullptr || buckets < 1) return -1;
   const auto policy = splitkv::NumSplitsPolicy::for_device(device_name ? device_name : "", sm_count);
-  // Each bucket asks the host policy for its representative length 2^i, so the device lookup
-  // (length_bucket) returns what the host would have chosen for that length.
-  for (int i = 0; i < buckets; ++i) {
-    const int length = i < 30 ? (1 << i) : (1 << 30);
-    const int chosen = policy(shape_of(batch, num_heads, num_kv_heads, head_dim, length, length, page_size));
-    splits[i] = static_cast<unsigned char>(chosen > 255 ? 255 : (chosen < 1 ? 1 : chosen));
-  }
+  policy.fill_splits_by_length(shape_of(batch, num_heads, num_kv_heads, head_dim, 0, 0, page_size), splits, buckets);
   return 0;
 }
 

@@ -15,12 +15,12 @@ namespace {
 // Everything that makes a shape except its layout: the rows of the layout comparison.
 auto layout_free_key(const tuner::SweepPoint& p) {
   return std::make_tuple(int(p.dtype), p.head_dim, p.num_heads, p.num_kv_heads, p.batch, p.context_len,
-                         p.cache_capacity, int(p.length_distribution));
+                         p.cache_capacity, tuner::to_string(p.length_distribution));
 }
 // ... and everything except the capacity: the pairs of the capacity scenario.
 auto capacity_free_key(const tuner::SweepPoint& p) {
   return std::make_tuple(p.page_size, int(p.dtype), p.head_dim, p.num_heads, p.num_kv_heads, p.batch,
-                         p.context_len, int(p.length_distribution));
+                         p.context_len, tuner::to_string(p.length_distribution));
 }
 
 std::vector<std::size_t> policy_columns(const Evaluation& e, const std::vector<std::string>& names) {

@@ -268,12 +268,16 @@ TEST(GridSpec, EmptyMissingAndDuplicateAxes) {
   EXPECT_EQ(error_for(grid), "g.json: name: missing required key");
 }
 
-TEST(GridSpec, PlannedDistributionsAreRejectedWithAReason) {
+TEST(GridSpec, UnknownDistributionsAreRejectedWithAReason) {
   json grid = minimal_grid();
-  grid["length_distribution"] = json::parse(R"(["fixed", "uniform"])");
+  grid["length_distribution"] = json::parse(R"(["fixed", "longtail"])");
   EXPECT_EQ(error_for(grid),
-            "g.json: length_distribution[1]: length distribution \"uniform\" is planned but not "
-            "implemented; only \"fixed\" is");
+            "g.json: length_distribution[1]: unknown length distribution \"longtail\" (expected fixed, "
+            "uniform, long_tail or file:<name> with <name> of [A-Za-z0-9_.-])");
+  grid["length_distribution"] = json::parse(R"(["uniform", "file:chat"])");
+  EXPECT_EQ(error_for(grid),
+            "g.json: length_distribution[1]: \"file:chat\" names no entry of the top-level "
+            "\"length_files\" (there is none)");
 }
 
 TEST(GridSpec, DuplicateJsonKeysAreErrorsWithTheirPath) {

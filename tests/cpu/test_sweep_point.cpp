@@ -108,7 +108,7 @@ TEST(SweepPoint, NamesRoundTrip) {
     EXPECT_EQ(parse_layout(to_string(layout)), layout);
   }
   for (DType dtype : {DType::bf16, DType::fp16}) EXPECT_EQ(parse_dtype(to_string(dtype)), dtype);
-  EXPECT_EQ(parse_length_distribution("fixed"), LengthDistribution::fixed);
+  EXPECT_EQ(parse_length_distribution("fixed"), LengthDistribution{});
   EXPECT_FALSE(parse_layout("Paged").has_value());
   EXPECT_FALSE(parse_dtype("fp8").has_value());
 }

@@ -11,18 +11,49 @@
 #include <vector>
 
 #include "splitkv/decode_attention.hpp"
+#include "splitkv/split_partition.hpp"
 #include "splitkv/tuner/device_random.cuh"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/graph_timer.hpp"
+#include "splitkv/tuner/splitkv_kernel.hpp"
 
 namespace splitkv::tuner {
+
+KernelOutcome cuda_outcome(int error) {
+  if (error == cudaSuccess) return KernelOutcome::success();
+  return KernelOutcome::failure(PointStatus::launch_failed, describe_cuda_error(static_cast<cudaError_t>(error)));
+}
+
+namespace {
+
+KernelOutcome check(cudaError_t error) { return cuda_outcome(error); }
+
+KernelOutcome allocate(void** pointer, std::size_t bytes) {
+  const cudaError_t error = cudaMalloc(pointer, bytes);
+  if (error == cudaSuccess) return KernelOutcome::success();
+  *pointer = nullptr;
+  cudaGetLastError();  // allocation failures are not sticky; clear them so the sweep goes on
+  return KernelOutcome::failure(error == cudaErrorMemoryAllocation ? PointStatus::oom : PointStatus::launch_failed,
+                                "cudaMalloc(" + std::to_string(bytes) + " bytes): " + describe_cuda_error(error));
+}
+
+}  // namespace
+
+KernelOutcome device_upload(void** pointer, const std::vector<int32_t>& host) {
+  if (KernelOutcome o = allocate(pointer, host.size() * sizeof(int32_t)); !o.ok()) return o;
+  return check(cudaMemcpy(*pointer, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+}
+
 namespace {
 
 // One sweep shape's device memory: `copies` independent K/V caches (what rotates), plus q,
 // out, lengths, block table and workspace shared by all copies (small, as in a real step).
+// The real lengths are the shape's generated batch (tuner/length_distribution.hpp); the
+// longest is context_len, so copy c of a contiguous slot still ends inside its capacity.
 class SplitkvKernel final : public KernelUnderTest {
  public:
-  SplitkvKernel(std::string name, DecodeKernel kernel) : name_(std::move(name)), kernel_(kernel) {}
+  SplitkvKernel(std::string name, DecodeKernel kernel, std::unique_ptr<LaunchCustomizer> customizer = nullptr)
+      : name_(std::move(name)), kernel_(kernel), customizer_(std::move(customizer)) {}
   ~SplitkvKernel() override { release(); }
 
   std::string name() const override { return name_; }
@@ -68,38 +99,38 @@ class SplitkvKernel final : public KernelUnderTest {
     if (KernelOutcome o = allocate(&out_, q_elements * element_bytes); !o.ok()) return o;
     if (KernelOutcome o = check(fill_uniform(q_, q_elements, shape.dtype, 7, nullptr)); !o.ok()) return o;
 
-    const std::vector<int32_t> lengths(shape.batch, shape.context_len);
-    if (KernelOutcome o = upload(&seqlens_, lengths); !o.ok()) return o;
+    const std::vector<int32_t> lengths = shape.real_lengths();
+    if (KernelOutcome o = device_upload(&seqlens_, lengths); !o.ok()) return o;
     if (shape.layout == KvLayout::paged) {
-      // Each sequence gets its real pages from a shuffled pool, as an allocator that has run a
-      // while would hand them out; table slots past the real length are never read.
+      // Each sequence gets the pages of its own length from a shuffled pool, as an allocator
+      // that has run a while would hand them out; table slots past the real length are never read.
       std::vector<int32_t> pool(base_.num_pages);
       std::iota(pool.begin(), pool.end(), 0);
       std::shuffle(pool.begin(), pool.end(), std::mt19937(12345));
       std::vector<int32_t> table(static_cast<std::size_t>(shape.batch) * base_.max_pages_per_seq, 0);
-      const int used = shape.pages_per_sequence();
-      for (int b = 0; b < shape.batch; ++b)
-        for (int p = 0; p < used; ++p) table[static_cast<std::size_t>(b) * base_.max_pages_per_seq + p] = pool[b * used + p];
-      if (KernelOutcome o = upload(&block_table_, table); !o.ok()) return o;
+      std::size_t next = 0;
+      for (int b = 0; b < shape.batch; ++b) {
+        const int used = ceil_div(lengths[b], shape.page_size);
+        for (int p = 0; p < used; ++p) table[static_cast<std::size_t>(b) * base_.max_pages_per_seq + p] = pool.at(next++);
+      }
+      if (KernelOutcome o = device_upload(&block_table_, table); !o.ok()) return o;
     }
     const std::size_t workspace_bytes = decode_workspace_bytes(base_);  // base_ holds the widest split count
     if (workspace_bytes > 0) {
       if (KernelOutcome o = allocate(&workspace_, workspace_bytes); !o.ok()) return o;
     }
+    if (customizer_) {
+      if (KernelOutcome o = customizer_->prepare(shape, lengths, bound_params(0)); !o.ok()) return o;
+    }
     return check(cudaDeviceSynchronize());
   }
 
   KernelOutcome launch(int copy_index, int num_splits, void* stream) override {
-    DecodeParams params = base_;
+    DecodeParams params = bound_params(copy_index);
     params.num_splits = num_splits;
-    params.q = q_;
-    const std::size_t offset_bytes = (copy_index % copies_per_allocation_) * copy_offset_elements_ * 2;
-    params.k = static_cast<const char*>(k_.at(copy_index / copies_per_allocation_)) + offset_bytes;
-    params.v = static_cast<const char*>(v_.at(copy_index / copies_per_allocation_)) + offset_bytes;
-    params.out = out_;
-    params.cache_seqlens = static_cast<const int32_t*>(seqlens_);
-    params.block_table = static_cast<const int32_t*>(block_table_);
-    params.workspace = workspace_;
+    if (customizer_) {
+      if (KernelOutcome o = customizer_->before_launch(params, stream); !o.ok()) return o;
+    }
     const Status status = decode_attention(params, kernel_, static_cast<cudaStream_t>(stream));
     if (status == Status::ok) return KernelOutcome::success();
     return KernelOutcome::failure(status == Status::cuda_error ? PointStatus::launch_failed : PointStatus::invalid,
@@ -107,6 +138,7 @@ class SplitkvKernel final : public KernelUnderTest {
   }
 
   void release() override {
+    if (customizer_) customizer_->release();
     for (void* p : k_) cudaFree(p);
     for (void* p : v_) cudaFree(p);
     k_.clear();
@@ -118,27 +150,23 @@ class SplitkvKernel final : public KernelUnderTest {
   }
 
  private:
-  static KernelOutcome check(cudaError_t error) {
-    if (error == cudaSuccess) return KernelOutcome::success();
-    return KernelOutcome::failure(PointStatus::launch_failed, describe_cuda_error(error));
-  }
-
-  static KernelOutcome allocate(void** pointer, std::size_t bytes) {
-    const cudaError_t error = cudaMalloc(pointer, bytes);
-    if (error == cudaSuccess) return KernelOutcome::success();
-    *pointer = nullptr;
-    cudaGetLastError();  // allocation failures are not sticky; clear them so the sweep goes on
-    return KernelOutcome::failure(error == cudaErrorMemoryAllocation ? PointStatus::oom : PointStatus::launch_failed,
-                                  "cudaMalloc(" + std::to_string(bytes) + " bytes): " + describe_cuda_error(error));
-  }
-
-  static KernelOutcome upload(void** pointer, const std::vector<int32_t>& host) {
-    if (KernelOutcome o = allocate(pointer, host.size() * sizeof(int32_t)); !o.ok()) return o;
-    return check(cudaMemcpy(*pointer, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  // The shape's params bound to buffer set `copy_index`.
+  DecodeParams bound_params(int copy_index) const {
+    DecodeParams params = base_;
+    params.q = q_;
+    const std::size_t offset_bytes = (copy_index % copies_per_allocation_) * copy_offset_elements_ * 2;
+    params.k = static_cast<const char*>(k_.at(copy_index / copies_per_allocation_)) + offset_bytes;
+    params.v = static_cast<const char*>(v_.at(copy_index / copies_per_allocation_)) + offset_bytes;
+    params.out = out_;
+    params.cache_seqlens = static_cast<const int32_t*>(seqlens_);
+    params.block_table = static_cast<const int32_t*>(block_table_);
+    params.workspace = workspace_;
+    return params;
   }
 
   std::string name_;
   DecodeKernel kernel_;
+  std::unique_ptr<LaunchCustomizer> customizer_;
   SweepPoint shape_;
   DecodeParams base_;
   std::vector<void*> k_, v_;  // one entry per allocation, each holding copies_per_allocation_ copies
@@ -152,6 +180,11 @@ class SplitkvKernel final : public KernelUnderTest {
 };
 
 }  // namespace
+
+std::unique_ptr<KernelUnderTest> make_splitkv_kernel(std::string name, DecodeKernel kernel,
+                                                     std::unique_ptr<LaunchCustomizer> customizer) {
+  return std::make_unique<SplitkvKernel>(std::move(name), kernel, std::move(customizer));
+}
 
 void register_gpu_kernels(KernelRegistry& registry) {
   registry.add(kDefaultKernelName,

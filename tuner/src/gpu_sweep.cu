@@ -268,6 +268,7 @@ GpuSweepResult run_gpu_sweep(const GpuSweepRequest& request) {
 
   KernelRegistry registry;
   register_gpu_kernels(registry);
+  if (request.register_more_kernels) request.register_more_kernels(registry);
   std::vector<std::unique_ptr<KernelUnderTest>> owned;
   std::vector<KernelUnderTest*> kernels;
   for (const std::string& name : request.kernel_names) {

@@ -140,9 +140,10 @@ class GridParser {
   GridSpec parse(const json& root) {
     expect_object(root, "");
     check_keys(root, "",
-               concat({"name", "description", "comment", "memory_budget_gb", "protocol",
-                       "blocks"},
-                      kAxisKeys));
+               concat(concat({"name", "description", "comment", "memory_budget_gb", "protocol",
+                              "blocks"},
+                             kAxisKeys),
+                      {"length_files"}));
 
     GridSpec grid;
     grid.source = source_;
@@ -161,6 +162,8 @@ class GridParser {
                                            grid.memory_budget_gb, kMaxMemoryBudgetGb));
     }
     grid.protocol = parse_protocol(require(root, "", "protocol"), "protocol");
+    if (root.contains("length_files")) length_files_ = parse_length_files(root.at("length_files"), "length_files");
+    grid.length_files = length_files_;
 
     const GridBlock defaults = parse_axes(root, "");
     if (root.contains("blocks")) {
@@ -316,8 +319,8 @@ class GridParser {
     take(block.context_len, defaults.context_len, "context_len");
     take(block.cache_capacity, defaults.cache_capacity, "cache_capacity");
     if (block.length_distribution.path.empty() && defaults.length_distribution.path.empty()) {
-      // The one distribution that exists is the natural default; it still lands in the CSV.
-      block.length_distribution.values = {LengthDistribution::fixed};
+      // Fixed lengths are the natural default; the distribution still lands in the CSV.
+      block.length_distribution.values = {LengthDistribution{}};
       block.length_distribution.path = child(path, "length_distribution");
     }
     take(block.length_distribution, defaults.length_distribution, "length_distribution");
@@ -537,12 +540,13 @@ class GridParser {
       const std::string name = value[i].get<std::string>();
       const auto distribution = parse_length_distribution(name);
       if (!distribution) {
-        if (name == "uniform" || name == "longtail") {
-          fail(entry_path, fmt::format("length distribution \"{}\" is planned but not "
-                                       "implemented; only \"fixed\" is",
-                                       name));
-        }
-        fail(entry_path, fmt::format("unknown length distribution \"{}\" (expected fixed)", name));
+        fail(entry_path, fmt::format("unknown length distribution \"{}\" (expected fixed, uniform, "
+                                     "long_tail or file:<name> with <name> of [A-Za-z0-9_.-])",
+                                     name));
+      }
+      if (distribution->kind == LengthKind::file && !length_files_.count(distribution->file)) {
+        fail(entry_path, fmt::format("\"{}\" names no entry of the top-level \"length_files\" ({})", name,
+                                     length_files_.empty() ? std::string("there is none") : known_length_files()));
       }
       axis.values.push_back(*distribution);
       check_unique(axis.values, path, std::equal_to<LengthDistribution>(), value[i].dump());
@@ -584,7 +588,36 @@ class GridParser {
     fail(path, "expected a list of split counts, \"pow2\" or an object, got " + describe(value));
   }
 
+  // {"<name>": "path relative to the grid file"}: each file is read, hashed and parsed now,
+  // so a bad line stops the grid before any GPU time is spent.
+  LengthFiles parse_length_files(const json& value, const std::string& path) const {
+    expect_object(value, path);
+    if (value.empty()) fail(path, "must not be empty (leave it out when no distribution reads a file)");
+    LengthFiles files;
+    const std::filesystem::path folder = std::filesystem::path(source_).parent_path();
+    for (const auto& item : value.items()) {
+      const std::string entry_path = child(path, item.key());
+      if (!is_length_file_name(item.key())) {
+        fail(entry_path, "a length file's name must be 1-64 of [A-Za-z0-9_.-]");
+      }
+      if (!item.value().is_string() || item.value().get<std::string>().empty()) {
+        fail(entry_path, "expected a file path (relative to the grid file), got " + describe(item.value()));
+      }
+      const std::filesystem::path relative(item.value().get<std::string>());
+      const std::string resolved = (relative.is_absolute() ? relative : folder / relative).lexically_normal().string();
+      files.emplace(item.key(), load_length_file(item.key(), resolved, fmt::format("{}: {}", source_, entry_path)));
+    }
+    return files;
+  }
+
+  std::string known_length_files() const {
+    std::vector<std::string> names;
+    for (const auto& [name, file] : length_files_) names.push_back("file:" + name);
+    return "known: " + join(names);
+  }
+
   const std::string& source_;
+  LengthFiles length_files_;
 };
 
 }  // namespace

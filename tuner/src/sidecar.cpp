@@ -95,7 +95,7 @@ std::string sidecar_path_for(const std::string& csv_path) {
 json sidecar_to_json(const Sidecar& s) {
   json pruned_by_reason = json::object();
   for (const auto& [reason, count] : s.counts.pruned_by_reason) pruned_by_reason[reason] = count;
-  return json{
+  json document = json{
       {"schema", kSidecarSchema},
       {"tool", {{"name", "splitkv"}, {"version", s.tool_version}}},
       {"git_sha", s.git_sha},
@@ -124,6 +124,12 @@ json sidecar_to_json(const Sidecar& s) {
         {"pruned_by_reason", pruned_by_reason},
         {"search_skipped", s.counts.search_skipped}}},
   };
+  if (!s.length_files.empty()) {
+    json files = json::object();
+    for (const auto& [name, file] : s.length_files) files[name] = {{"path", file.first}, {"sha256", file.second}};
+    document["grid"]["length_files"] = files;
+  }
+  return document;
 }
 
 Sidecar sidecar_from_json(const json& j, const std::string& source) {
@@ -139,6 +145,12 @@ Sidecar sidecar_from_json(const json& j, const std::string& source) {
     s.grid_path = j.at("grid").at("path").get<std::string>();
     s.grid_sha256 = j.at("grid").at("sha256").get<std::string>();
     s.grid_name = j.at("grid").at("name").get<std::string>();
+    if (j.at("grid").contains("length_files")) {
+      for (const auto& item : j.at("grid").at("length_files").items()) {
+        s.length_files[item.key()] = {item.value().at("path").get<std::string>(),
+                                      item.value().at("sha256").get<std::string>()};
+      }
+    }
     s.kernels = j.at("kernels").get<std::vector<std::string>>();
     s.search = j.at("search").get<std::string>();
     s.shard = j.at("shard").get<std::string>();

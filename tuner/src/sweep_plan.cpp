@@ -1,6 +1,7 @@
 #include "splitkv/tuner/sweep_plan.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
@@ -83,7 +84,7 @@ SweepPlan expand_grid(const GridSpec& grid) {
     for (int batch : block.batch.values)
     for (int context : block.context_len.values)
     for (const CapacityChoice& capacity : block.cache_capacity.values)
-    for (LengthDistribution distribution : block.length_distribution.values) {
+    for (const LengthDistribution& distribution : block.length_distribution.values) {
       SweepPoint shape;
       shape.layout = layout.layout;
       shape.page_size = layout.page_size;
@@ -96,6 +97,7 @@ SweepPlan expand_grid(const GridSpec& grid) {
       shape.cache_capacity = static_cast<int>(capacity.resolve(context));
       shape.length_distribution = distribution;
       shape.num_splits = 1;
+      shape.lengths = std::make_shared<const std::vector<std::int32_t>>(sequence_lengths(shape, grid.length_files));
 
       const std::string key = shape.shape_key();
       auto [slot, inserted] = shape_slot.emplace(key, all.size());

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "splitkv/split_partition.hpp"
+#include "splitkv/tuner/length_distribution.hpp"
 
 namespace splitkv::tuner {
 
@@ -15,7 +16,15 @@ std::string_view to_string(KvLayout layout) {
 
 std::string_view to_string(DType dtype) { return dtype == DType::fp16 ? "fp16" : "bf16"; }
 
-std::string_view to_string(LengthDistribution) { return "fixed"; }
+std::string to_string(const LengthDistribution& distribution) {
+  switch (distribution.kind) {
+    case LengthKind::uniform: return "uniform";
+    case LengthKind::long_tail: return "long_tail";
+    case LengthKind::file: return "file:" + distribution.file;
+    case LengthKind::fixed: break;
+  }
+  return "fixed";
+}
 
 std::optional<KvLayout> parse_layout(std::string_view text) {
   if (text == "contiguous") return KvLayout::contiguous;
@@ -30,8 +39,22 @@ std::optional<DType> parse_dtype(std::string_view text) {
 }
 
 std::optional<LengthDistribution> parse_length_distribution(std::string_view text) {
-  if (text == "fixed") return LengthDistribution::fixed;
+  if (text == "fixed") return LengthDistribution{LengthKind::fixed, {}};
+  if (text == "uniform") return LengthDistribution{LengthKind::uniform, {}};
+  if (text == "long_tail") return LengthDistribution{LengthKind::long_tail, {}};
+  constexpr std::string_view kFile = "file:";
+  if (text.substr(0, kFile.size()) == kFile && is_length_file_name(text.substr(kFile.size()))) {
+    return LengthDistribution{LengthKind::file, std::string(text.substr(kFile.size()))};
+  }
   return std::nullopt;
+}
+
+bool is_length_file_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
 }
 
 int bytes_per_element(DType) { return 2; }  // both bf16 and fp16
@@ -56,9 +79,30 @@ int SweepPoint::block_table_width() const {
   return layout == KvLayout::paged && page_size > 0 ? ceil_div(cache_capacity, page_size) : 0;
 }
 
+std::vector<std::int32_t> SweepPoint::real_lengths() const {
+  if (lengths) return *lengths;
+  std::vector<std::int32_t> generated;
+  if (file_free_lengths(*this, &generated)) return generated;
+  return std::vector<std::int32_t>(std::max(batch, 0), context_len);
+}
+
+std::int64_t SweepPoint::total_tokens() const {
+  if (length_distribution.kind == LengthKind::fixed && !lengths) return std::int64_t(batch) * context_len;
+  std::int64_t sum = 0;
+  for (std::int32_t length : real_lengths()) sum += length;
+  return sum;
+}
+
+std::int64_t SweepPoint::total_pages() const {
+  if (layout != KvLayout::paged || page_size <= 0) return 0;
+  if (length_distribution.kind == LengthKind::fixed && !lengths) return std::int64_t(batch) * pages_per_sequence();
+  std::int64_t sum = 0;
+  for (std::int32_t length : real_lengths()) sum += ceil_div(length, page_size);
+  return sum;
+}
+
 std::int64_t SweepPoint::kv_bytes() const {
-  return 2 * std::int64_t(batch) * context_len * num_kv_heads * head_dim *
-         bytes_per_element(dtype);
+  return 2 * total_tokens() * num_kv_heads * head_dim * bytes_per_element(dtype);
 }
 
 std::int64_t SweepPoint::workspace_bytes() const {
@@ -83,7 +127,7 @@ std::int64_t SweepPoint::footprint_bytes() const {
       2 * std::int64_t(num_kv_heads) * head_dim * bytes_per_element(dtype);  // K and V
   std::int64_t cache = 0;
   if (layout == KvLayout::paged) {
-    const std::int64_t pages = std::int64_t(batch) * pages_per_sequence();
+    const std::int64_t pages = total_pages();
     const std::int64_t block_table = std::int64_t(batch) * block_table_width() * 4;
     cache = pages * page_size * token_bytes + block_table;
   } else {
@@ -94,7 +138,7 @@ std::int64_t SweepPoint::footprint_bytes() const {
 
 std::int64_t SweepPoint::working_set_bytes() const {
   const std::int64_t block_table_reads =
-      layout == KvLayout::paged ? std::int64_t(batch) * pages_per_sequence() * 4 : 0;
+      layout == KvLayout::paged ? total_pages() * 4 : 0;
   return kv_bytes() + query_output_bytes(*this) + workspace_bytes() + block_table_reads;
 }
 
@@ -110,7 +154,7 @@ DecodeParams SweepPoint::to_decode_params() const {
   if (layout == KvLayout::paged) {
     params.page_size = page_size;
     params.max_pages_per_seq = block_table_width();
-    params.num_pages = batch * pages_per_sequence();
+    params.num_pages = static_cast<int>(total_pages());
   } else {
     params.cache_capacity = cache_capacity;
   }

@@ -354,6 +354,17 @@ SweepSummary SweepRunner::run(const GridSpec& grid, const SweepPlan& plan,
           "would mix grids, so write to a new --out",
           out, grid.source, previous->grid_sha256.substr(0, 12), grid_sha.substr(0, 12)));
     }
+    if (previous) {
+      for (const auto& [name, file] : previous->length_files) {
+        const auto now = grid.length_files.find(name);
+        if (now != grid.length_files.end() && now->second.sha256 != file.second) {
+          throw SweepError(fmt::format(
+              "{}: length file {} (\"{}\") changed since this CSV was started (sha256 {} then, {} now); "
+              "resuming would mix batches, so write to a new --out",
+              out, now->second.path, name, file.second.substr(0, 12), now->second.sha256.substr(0, 12)));
+        }
+      }
+    }
     if (previous && previous->device.name != options_.device.name) {
       throw SweepError(fmt::format("{}: measured on \"{}\", this device is \"{}\"; write to a new "
                                    "--out for another GPU",
@@ -402,6 +413,7 @@ SweepSummary SweepRunner::run(const GridSpec& grid, const SweepPlan& plan,
   sidecar.grid_path = grid.source;
   sidecar.grid_sha256 = grid_sha;
   sidecar.grid_name = grid.name;
+  for (const auto& [name, file] : grid.length_files) sidecar.length_files[name] = {file.path, file.sha256};
   sidecar.kernels = kernel_names;
   if (previous) {
     for (const std::string& name : previous->kernels) {

@@ -133,6 +133,19 @@ class NumSplitsPolicy {
 
   int operator()(const NumSplitsShape& shape) const { return choose(shape).num_splits; }
 
+  // The per-length row of num_splits = auto (DecodeParams::splits_by_length): bucket i asks
+  // this policy for its representative length 2^i (as max length and capacity), so the
+  // device lookup (length_bucket) returns what the host would choose for that length.
+  // `shape` gives batch, heads, head_dim and page size; entries are clamped to [1, 255].
+  void fill_splits_by_length(const NumSplitsShape& shape, unsigned char* splits, int buckets) const {
+    for (int i = 0; i < buckets; ++i) {
+      NumSplitsShape at = shape;
+      at.max_seqlen = at.cache_capacity = i < 30 ? (1 << i) : (1 << 30);
+      const int chosen = (*this)(at);
+      splits[i] = static_cast<unsigned char>(chosen > 255 ? 255 : (chosen < 1 ? 1 : chosen));
+    }
+  }
+
   const GeneratedTable* table() const { return table_; }  // null: the fallback rule
   int sm_count() const { return sm_count_; }
 

@@ -63,6 +63,18 @@ int fa3_static_num_splits(const DecodeShape& shape);
 // clamp(ceil(n_blocks_b / blocks_per_sm), 1, static) with
 // blocks_per_sm = ceil(1.1 * total_blocks * kv_heads / SMs) (float arithmetic as in FA3).
 int fa3_dynamic_num_splits(const DecodeShape& shape);
+// The same for a ragged batch (one entry per sequence of `lengths`; shape.batch is ignored),
+// the rule of fa3_dynamic_rule.hpp that the device prepare kernel runs.
+std::vector<int> fa3_dynamic_splits_per_sequence(const DecodeShape& shape, const std::vector<int>& lengths);
+// What that prepare kernel needs from the host: FA3's kBlockN, m blocks, static bound on the
+// capacity, and whether it plans dynamically at all.
+struct Fa3DynamicInputs {
+  int block_n;
+  int m_blocks;
+  int static_splits;
+  bool dynamic;
+};
+Fa3DynamicInputs fa3_dynamic_inputs(const DecodeShape& shape);
 
 // ---- FlashInfer (scheduler.cuh: decode work estimation) --------------------------------
 // PartitionPagedKVCacheBinarySearchMinNumPagePerBatch: the smallest chunk (>= min_pages)
@@ -76,6 +88,8 @@ int flashinfer_ctas_per_sm(int head_dim);
 // with min chunk max(128 / page_size, 1) pages. Contiguous caches are planned as pages of
 // one token (FlashInfer has no contiguous batch decode; the engine would page them).
 int flashinfer_num_splits(const DecodeShape& shape);
+// FlashInfer's plan for a ragged batch with exact lengths: one split count per sequence.
+std::vector<int> flashinfer_splits_per_sequence(const DecodeShape& shape, const std::vector<int>& lengths);
 
 // ---- vLLM PagedAttention (paged_attn.py) -------------------------------------------------
 inline constexpr int kVllmPartitionTokens = 512;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct GpuSweepRequest {
   SearchMode search = SearchMode::exhaustive;
   std::vector<std::string> kernel_names{kDefaultKernelName};
   const std::atomic<bool>* stop_requested = nullptr;
+  // Kernels from layers above the tuner (heuristics' device-side policies), added to the
+  // registry after register_gpu_kernels; may be empty.
+  std::function<void(KernelRegistry&)> register_more_kernels;
 };
 
 struct GpuSweepResult {

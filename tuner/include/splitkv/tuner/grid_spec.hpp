@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "splitkv/decode_params.hpp"
+#include "splitkv/tuner/length_distribution.hpp"
 #include "splitkv/tuner/sweep_point.hpp"
 
 namespace splitkv::tuner {
@@ -82,6 +83,7 @@ struct GridSpec {
   std::string description;
   double memory_budget_gb = 0;  // decimal GB (1e9 bytes)
   MeasurementProtocol protocol;
+  LengthFiles length_files;  // "length_files": read, hashed and parsed with the grid
   std::vector<GridBlock> blocks;
 
   std::int64_t memory_budget_bytes() const;

@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -40,6 +41,8 @@ struct Sidecar {
   std::string grid_path;
   std::string grid_sha256;        // of the grid file's bytes
   std::string grid_name;
+  // The grid's length files: name -> {path, sha256}; written only when there are any.
+  std::map<std::string, std::pair<std::string, std::string>> length_files;
   std::vector<std::string> kernels;
   std::string search = "exhaustive";
   std::string shard = "0/1";

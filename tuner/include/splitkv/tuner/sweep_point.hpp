@@ -4,26 +4,42 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "splitkv/decode_params.hpp"
 
 namespace splitkv::tuner {
 
-// How real lengths vary across the batch. Only `fixed` (every sequence holds context_len
-// tokens) exists today; the name travels through the CSV so skewed batches can be added
-// without breaking old files.
-enum class LengthDistribution { fixed };
+// How real lengths vary across the batch (tuner/length_distribution.hpp generates them):
+// fixed (every sequence holds context_len tokens), uniform, long_tail, or lengths drawn from
+// a file the grid names. CSV and key spelling: "fixed", "uniform", "long_tail", "file:<name>".
+enum class LengthKind { fixed, uniform, long_tail, file };
+struct LengthDistribution {
+  LengthKind kind = LengthKind::fixed;
+  std::string file;  // kind == file: the name in the grid's "length_files"
+
+  friend bool operator==(const LengthDistribution& a, const LengthDistribution& b) {
+    return a.kind == b.kind && a.file == b.file;
+  }
+  friend bool operator!=(const LengthDistribution& a, const LengthDistribution& b) { return !(a == b); }
+  friend bool operator<(const LengthDistribution& a, const LengthDistribution& b) {
+    return std::tie(a.kind, a.file) < std::tie(b.kind, b.file);
+  }
+};
 
 std::string_view to_string(KvLayout layout);
 std::string_view to_string(DType dtype);
-std::string_view to_string(LengthDistribution distribution);
+std::string to_string(const LengthDistribution& distribution);
 std::optional<KvLayout> parse_layout(std::string_view text);
 std::optional<DType> parse_dtype(std::string_view text);
 std::optional<LengthDistribution> parse_length_distribution(std::string_view text);
+// A name usable in "file:<name>": 1-64 of [A-Za-z0-9_.-], so keys and CSV fields stay plain.
+bool is_length_file_name(std::string_view name);
 int bytes_per_element(DType dtype);
 
 struct SweepPoint {
@@ -36,8 +52,12 @@ struct SweepPoint {
   int head_dim = 128;
   int context_len = 1;     // real tokens per sequence
   int cache_capacity = 1;  // tokens addressable per sequence (what FA2 calls seqlen_k)
-  LengthDistribution length_distribution = LengthDistribution::fixed;
+  LengthDistribution length_distribution;
   int num_splits = 1;
+  // The batch's real lengths, filled by expand_grid from the generator (not part of the key
+  // or of equality: the key determines them). Without it, file-free distributions are
+  // generated on demand and a file distribution counts every sequence at context_len.
+  std::shared_ptr<const std::vector<std::int32_t>> lengths;
 
   // e.g. "paged16 bf16 b8 h32/8 d128 L8192 C131072 fixed s4". Resume compares these.
   std::string key() const;
@@ -45,8 +65,11 @@ struct SweepPoint {
   std::string shape_key() const;
 
   int group_size() const { return num_heads / num_kv_heads; }
-  int kv_tiles() const;  // 64-token tiles of the real length
-  int pages_per_sequence() const;   // paged: pages holding the real length
+  int kv_tiles() const;  // 64-token tiles of the longest real length
+  int pages_per_sequence() const;   // paged: pages holding the longest real length
+  std::vector<std::int32_t> real_lengths() const;  // see `lengths`
+  std::int64_t total_tokens() const;  // sum of the real lengths
+  std::int64_t total_pages() const;   // paged: pages the real lengths occupy (the pool size)
   int block_table_width() const;    // paged: pages addressable per sequence (capacity)
 
   // K+V bytes a decode step must read: the bandwidth floor's numerator.

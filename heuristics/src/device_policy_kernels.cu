@@ -1,0 +1,185 @@
+// CUDA side of device_policy_kernels.hpp: three LaunchCustomizers on splitkv's kernel.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "splitkv/heuristics/baseline_policies.hpp"
+#include "splitkv/heuristics/device_policy_kernels.hpp"
+#include "splitkv/heuristics/fa3_dynamic_rule.hpp"
+#include "splitkv/num_splits.hpp"
+#include "splitkv/split_partition.hpp"
+#include "splitkv/tuner/gpu_sweep.hpp"
+#include "splitkv/tuner/splitkv_kernel.hpp"
+
+namespace splitkv::heuristics {
+namespace {
+
+using tuner::KernelOutcome;
+using tuner::SweepPoint;
+
+constexpr int kPrepareThreads = 256;
+
+// FA3's prepare kernel on our lengths: one CTA sums m_blocks * n_blocks over the batch, then
+// every sequence takes fa3_sequence_splits. Enqueued before each decode launch, as FA3 does.
+__global__ void fa3_dynamic_prepare(const int32_t* cache_seqlens, int batch, int block_n, int m_blocks,
+                                    int static_splits, int num_kv_heads, int num_sms, int32_t* splits_out) {
+  __shared__ long long partial[kPrepareThreads];
+  long long sum = 0;
+  for (int b = threadIdx.x; b < batch; b += blockDim.x) {
+    const int length = cache_seqlens[b] > 1 ? cache_seqlens[b] : 1;
+    sum += (long long)m_blocks * ceil_div(length, block_n);
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  const int blocks_per_sm = fa3_blocks_per_sm(partial[0], num_kv_heads, num_sms);
+  for (int b = threadIdx.x; b < batch; b += blockDim.x) {
+    const int length = cache_seqlens[b] > 1 ? cache_seqlens[b] : 1;
+    splits_out[b] = fa3_sequence_splits(ceil_div(length, block_n), blocks_per_sm, static_splits);
+  }
+}
+
+int device_sm_count(std::string* name = nullptr) {
+  int device = 0;
+  cudaDeviceProp properties{};
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&properties, device) != cudaSuccess) return 0;
+  if (name) *name = properties.name;
+  return properties.multiProcessorCount;
+}
+
+DecodeShape host_shape(const SweepPoint& shape, int num_sms) {
+  MeasuredShape measured;
+  measured.point = shape;
+  return decode_shape(measured, num_sms);
+}
+
+// num_splits = auto with our table: the per-length row for this shape, grid bounded by it.
+class AutoCustomizer final : public tuner::LaunchCustomizer {
+ public:
+  KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>&, const DecodeParams& params) override {
+    std::string name;
+    const int sms = device_sm_count(&name);
+    const NumSplitsPolicy policy = NumSplitsPolicy::for_device(name, sms);
+    NumSplitsShape s;
+    s.batch = shape.batch;
+    s.num_heads = shape.num_heads;
+    s.num_kv_heads = shape.num_kv_heads;
+    s.head_dim = shape.head_dim;
+    s.page_size = shape.layout == KvLayout::paged ? shape.page_size : 0;
+    policy.fill_splits_by_length(s, table_.splits, SplitsByLength::kBuckets);
+    bound_ = per_sequence_grid_bound(table_, params.capacity_tokens());
+    return KernelOutcome::success();
+  }
+  KernelOutcome before_launch(DecodeParams& params, void*) override {
+    params.per_sequence_splits = true;
+    params.splits_by_length = table_;
+    params.num_splits = std::max(1, std::min(params.num_splits, bound_));
+    return KernelOutcome::success();
+  }
+  void release() override {}
+
+ private:
+  SplitsByLength table_;
+  int bound_ = 1;
+};
+
+// Explicit per-sequence counts in device memory (FA3's prepare kernel writes them on every
+// launch; FlashInfer's plan is uploaded once).
+class PerSequenceCustomizer : public tuner::LaunchCustomizer {
+ public:
+  ~PerSequenceCustomizer() override { release(); }
+  void release() override {
+    cudaFree(splits_);
+    splits_ = nullptr;
+  }
+
+ protected:
+  int32_t* splits_ = nullptr;
+  int grid_ = 1;
+};
+
+class Fa3DynamicCustomizer final : public PerSequenceCustomizer {
+ public:
+  KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>& lengths, const DecodeParams& params) override {
+    release();
+    sms_ = device_sm_count();
+    inputs_ = fa3_dynamic_inputs(host_shape(shape, sms_));
+    grid_ = inputs_.static_splits;
+    kv_heads_ = shape.num_kv_heads;
+    seqlens_ = params.cache_seqlens;
+    batch_ = shape.batch;
+    void* buffer = nullptr;
+    KernelOutcome o = tuner::device_upload(&buffer, std::vector<int32_t>(lengths.size(), 1));
+    splits_ = static_cast<int32_t*>(buffer);
+    return o;
+  }
+  KernelOutcome before_launch(DecodeParams& params, void* stream) override {
+    if (inputs_.dynamic) {
+      fa3_dynamic_prepare<<<1, kPrepareThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+          seqlens_, batch_, inputs_.block_n, inputs_.m_blocks, inputs_.static_splits, kv_heads_, sms_, splits_);
+      if (KernelOutcome o = tuner::cuda_outcome(cudaGetLastError()); !o.ok()) return o;
+      params.splits_per_sequence = splits_;
+    }
+    // Not dynamic (batch > 992): every sequence takes the static count, as FA3 launches it.
+    params.num_splits = std::max(1, std::min(params.num_splits, grid_));
+    return KernelOutcome::success();
+  }
+
+ private:
+  Fa3DynamicInputs inputs_{};
+  const int32_t* seqlens_ = nullptr;
+  int batch_ = 0, kv_heads_ = 1, sms_ = 1;
+};
+
+class FlashinferPlanCustomizer final : public PerSequenceCustomizer {
+ public:
+  KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>& lengths, const DecodeParams&) override {
+    release();
+    const std::vector<int> plan =
+        flashinfer_splits_per_sequence(host_shape(shape, device_sm_count()), std::vector<int>(lengths.begin(), lengths.end()));
+    grid_ = plan.empty() ? 1 : *std::max_element(plan.begin(), plan.end());
+    void* buffer = nullptr;
+    KernelOutcome o = tuner::device_upload(&buffer, std::vector<int32_t>(plan.begin(), plan.end()));
+    splits_ = static_cast<int32_t*>(buffer);
+    return o;
+  }
+  KernelOutcome before_launch(DecodeParams& params, void*) override {
+    params.splits_per_sequence = splits_;
+    params.num_splits = std::max(1, std::min(params.num_splits, grid_));
+    return KernelOutcome::success();
+  }
+};
+
+template <class Customizer>
+void add(tuner::KernelRegistry& registry, const std::string& name, std::string description) {
+  registry.add(name, std::move(description), [name] {
+    return tuner::make_splitkv_kernel(name, DecodeKernel::packed_gqa, std::make_unique<Customizer>());
+  });
+}
+
+}  // namespace
+
+void register_device_policy_kernels(tuner::KernelRegistry& registry) {
+  add<AutoCustomizer>(registry, "splitkv_auto",
+                      "splitkv with num_splits = auto: per-sequence splits from this GPU's table by real length; "
+                      "num_splits is the graph's cap");
+  add<Fa3DynamicCustomizer>(registry, "fa3_dynamic",
+                            "splitkv with FlashAttention 3's dynamic per-sequence rule computed on the device; "
+                            "num_splits is the graph's cap");
+  add<FlashinferPlanCustomizer>(registry, "flashinfer_plan",
+                                "splitkv with FlashInfer's host plan on the exact lengths (per-sequence splits); "
+                                "num_splits is the graph's cap");
+}
+
+void register_all_kernels(tuner::KernelRegistry& registry) {
+  tuner::register_gpu_kernels(registry);
+  register_device_policy_kernels(registry);
+}
+
+}  // namespace splitkv::heuristics
