@@ -38,6 +38,14 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
   evaluate->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.");
   evaluate->add_flag("--no-cross-validation", options.no_cross_validation,
                      "Skip the leave-one-context-length-out and leave-one-batch-out refits.");
+  evaluate->add_option("--table", options.table,
+                       "Evaluate this table as `ours` instead of fitting one on the results CSV: a header "
+                       "emitted by `splitkv fit` (e.g. heuristics/generated/num_splits_h200.hpp), or the GPU name "
+                       "of a table compiled into this build (\"NVIDIA H200\" or h200). Nothing is fitted, so "
+                       "there is no cross-validation. Refused (exit 2) when the table was made for another GPU "
+                       "or SM count than the CSV's, unless --allow-other-gpu.");
+  evaluate->add_flag("--allow-other-gpu", options.allow_other_gpu,
+                     "With --table: evaluate a table made for another GPU (or SM count) on this CSV anyway.");
   return evaluate;
 }
 
@@ -50,9 +58,11 @@ int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& ou
   request.kernel = options.kernel;
   request.num_sms = options.num_sms;
   request.cross_validate = !options.no_cross_validation;
+  request.allow_other_gpu = options.allow_other_gpu;
 
   FitProducts products;
   try {
+    if (!options.table.empty()) request.table = load_given_table(options.table);
     products = run_fit(request);
   } catch (const InputError& error) {
     err << "splitkv evaluate: " << error.what() << "\n";

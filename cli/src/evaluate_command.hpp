@@ -18,6 +18,8 @@ struct EvaluateCommandOptions {
   std::string kernel;
   int num_sms = 0;
   bool no_cross_validation = false;
+  std::string table;             // --table: a generated header path or a GPU name; empty: fit on `results_csv`
+  bool allow_other_gpu = false;  // --table made for another GPU or SM count than the CSV's
 };
 
 CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options);

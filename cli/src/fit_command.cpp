@@ -12,6 +12,7 @@
 
 #include "splitkv/heuristics/atomic_file.hpp"
 #include "splitkv/heuristics/fit_pipeline.hpp"
+#include "splitkv/heuristics/generated_table.hpp"
 #include "splitkv/tuner/sha256.hpp"
 
 namespace splitkv::cli {
@@ -35,6 +36,30 @@ void print_fit(const FitProducts& p, std::ostream& out) {
   }
 }
 
+// Reads the header --check compares against and checks that it claims to be this fit's:
+// emitted by `splitkv fit` and complete, for this CSV's GPU and SM count, from this CSV.
+GeneratedHeader check_committed_header(const FitProducts& p) {
+  std::error_code error;
+  if (!std::filesystem::exists(p.header_path, error)) {
+    throw InputError(fmt::format("{}: no such file; run without --check to write it (or name the header with --out)",
+                                 p.header_path));
+  }
+  GeneratedHeader h = read_generated_header(p.header_path);
+  if (h.gpu_name != p.training.gpu || h.sm_count != p.training.sm_count) {
+    throw InputError(fmt::format("{}: kGpuName/kSmCount: made for \"{}\" ({} SMs), but {} was measured on \"{}\" "
+                                 "({} SMs); check it against that GPU's results",
+                                 p.header_path, h.gpu_name, h.sm_count, p.training.source_display, p.training.gpu,
+                                 p.training.sm_count));
+  }
+  if (h.input_sha256 != p.training.sha256) {
+    throw InputError(fmt::format("{}: kInputSha256: fitted on a CSV with sha256 {}, not {} (sha256 {}); "
+                                 "regenerate it with: splitkv fit {} --out {}",
+                                 p.header_path, h.input_sha256.substr(0, 12), p.training.source_display,
+                                 p.training.sha256.substr(0, 12), p.training.source, p.header_path));
+  }
+  return h;
+}
+
 }  // namespace
 
 CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
@@ -53,7 +78,9 @@ CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
                   "fit.md. Created when missing.");
   fit->add_flag("--check", options.check,
                 "Write nothing; regenerate the header in memory and compare it byte for byte with --out. "
-                "Exit 1 (with the first differing line) when they differ.");
+                "Exit 1 (with the first differing line) when they differ; exit 2 when --out is missing, is "
+                "not a complete generated header, was made for another GPU or from another CSV (its sha256), "
+                "or has tables edited by hand.");
   fit->add_option("--gpu-name", options.gpu_name,
                   "Short name of the GPU: the C++ namespace splitkv::generated::<name> and the file suffix. "
                   "Default: from the CSV's gpu column (\"NVIDIA H200\" -> h200).");
@@ -83,26 +110,37 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
   }
 
   if (options.check) {
-    const FileContents committed = read_file_if_exists(products.header_path);
-    if (!committed.exists) {
-      err << fmt::format("splitkv fit --check: {} does not exist; run without --check to write it\n",
-                         products.header_path);
-      return kExitDifferent;
+    // A header that is not one `splitkv fit` emitted, or not from this CSV and GPU, is bad
+    // input (exit 2); one that differs only where the emitter's text or code changed is stale (1).
+    GeneratedHeader parsed;
+    try {
+      parsed = check_committed_header(products);
+    } catch (const InputError& error) {
+      err << "splitkv fit --check: " << error.what() << "\n";
+      return kExitBadInput;
     }
+    const FileContents committed = read_file_if_exists(products.header_path);
     const TextDifference difference = first_difference(committed.bytes, products.header_text);
     if (difference.line == 0) {
       out << fmt::format("{} is up to date with {} (sha256 {})\n", products.header_path,
                          products.training.source_display, products.training.sha256);
       return 0;
     }
+    // Same CSV (sha256) and GPU, so a difference inside a table is a hand edit: bad input.
+    const bool table_edited = parsed.is_table_line(difference.line);
+    const std::string heading =
+        table_edited ? fmt::format("{}:{}: table edited: the header says it was fitted on {} (sha256 matches), but "
+                                   "its tables differ from what that CSV gives",
+                                   products.header_path, difference.line, products.training.source_display)
+                     : fmt::format("{} differs from what {} produces, first at line {}", products.header_path,
+                                   products.training.source_display, difference.line);
     err << fmt::format(
-        "splitkv fit --check: {} differs from what {} produces, first at line {}:\n"
+        "splitkv fit --check: {}:\n"
         "  committed: {}\n"
         "  generated: {}\n"
         "Regenerate it with: splitkv fit {} --out {}\n",
-        products.header_path, products.training.source_display, difference.line, difference.expected,
-        difference.actual, options.results_csv, products.header_path);
-    return kExitDifferent;
+        heading, difference.expected, difference.actual, options.results_csv, products.header_path);
+    return table_edited ? kExitBadInput : kExitDifferent;
   }
 
   // Everything is computed; write each file atomically (complete or absent).

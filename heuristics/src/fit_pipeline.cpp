@@ -4,9 +4,37 @@
 
 #include <fmt/format.h>
 
+#include "splitkv/heuristics/policy_set.hpp"
 #include "splitkv/tuner/sidecar.hpp"
 
 namespace splitkv::heuristics {
+namespace {
+
+std::vector<Policy> given_table_policies(const GivenTable& table) {
+  const auto pick = [](SplitLookup lookup, LengthAxis axis) {
+    return [lookup, axis](const MeasuredShape& s) {
+      const auto& p = s.point;
+      const int splits = lookup(p.batch, p.num_kv_heads, p.head_dim, table_tokens(s, axis),
+                                p.layout == KvLayout::paged ? p.page_size : 0);
+      return PolicyPick{splits, splits};
+    };
+  };
+  return {{"ours", fmt::format("given table ({}) on batch x kv_heads and the real length", table.source), false,
+           pick(table.real_length, LengthAxis::real_length)},
+          {"ours_capacity_only", fmt::format("given table ({}) on batch x kv_heads and the capacity", table.source),
+           false, pick(table.capacity_only, LengthAxis::capacity)}};
+}
+
+void check_table_gpu(const FitRequest& request, const Measurements& training) {
+  const GivenTable& t = *request.table;
+  if (request.allow_other_gpu || (t.gpu_name == training.gpu && t.sm_count == training.sm_count)) return;
+  throw InputError(fmt::format("--table {}: made for \"{}\" ({} SMs), but {} was measured on \"{}\" ({} SMs); "
+                               "pass --allow-other-gpu to evaluate it there anyway",
+                               t.source, t.gpu_name, t.sm_count, request.results_csv, training.gpu,
+                               training.sm_count));
+}
+
+}  // namespace
 
 FitProducts run_fit(const FitRequest& request) {
   FitProducts out;
@@ -29,7 +57,8 @@ FitProducts run_fit(const FitRequest& request) {
 
   out.short_name = request.gpu_short_name.empty() ? short_gpu_name(out.training.gpu) : request.gpu_short_name;
   check_short_name(out.short_name);
-  out.fit = fit_heuristic(out.training.shapes, request.options);
+  if (request.table) check_table_gpu(request, out.training);
+  if (!request.table) out.fit = fit_heuristic(out.training.shapes, request.options);
 
   if (!request.header_path.empty()) {
     out.header_path = request.header_path == "default" ? default_header_path(out.short_name) : request.header_path;
@@ -38,14 +67,17 @@ FitProducts run_fit(const FitRequest& request) {
   }
 
   const int sms = out.training.sm_count;
-  out.evaluations.push_back(evaluate_policies("in_sample", out.training.shapes, all_policies(out.fit, sms)));
-  if (request.cross_validate) {
+  const auto policies = [&] {
+    return request.table ? all_policies(given_table_policies(*request.table), sms) : all_policies(out.fit, sms);
+  };
+  out.evaluations.push_back(evaluate_policies("in_sample", out.training.shapes, policies()));
+  if (request.cross_validate && !request.table) {
     for (const CrossValidationScheme& scheme : default_cross_validation_schemes()) {
       if (auto e = cross_validate(out.training.shapes, scheme, sms, request.options)) out.evaluations.push_back(std::move(*e));
     }
   }
   if (!out.validation.shapes.empty()) {
-    out.evaluations.push_back(evaluate_policies("validation", out.validation.shapes, all_policies(out.fit, sms)));
+    out.evaluations.push_back(evaluate_policies("validation", out.validation.shapes, policies()));
   }
   for (const Evaluation& e : out.evaluations) {
     for (RegretSummaryRow& row : summarize(e)) out.summary.push_back(std::move(row));

@@ -61,10 +61,14 @@ std::vector<Policy> table_policies(const FittedHeuristic& fit) {
 }
 
 std::vector<Policy> all_policies(const FittedHeuristic& fit, int num_sms) {
+  return all_policies(table_policies(fit), num_sms);
+}
+
+std::vector<Policy> all_policies(std::vector<Policy> tables, int num_sms) {
   std::vector<Policy> reference = reference_policies(num_sms);
   std::vector<Policy> out;
   out.push_back(reference.front());  // oracle
-  for (Policy& p : table_policies(fit)) out.push_back(std::move(p));
+  for (Policy& p : tables) out.push_back(std::move(p));
   for (std::size_t i = 1; i < reference.size(); ++i) out.push_back(std::move(reference[i]));
   return out;
 }

@@ -17,7 +17,7 @@ set_tests_properties(cli.fit_check_up_to_date PROPERTIES FIXTURES_REQUIRED fit_t
 splitkv_cli_test(fit_check_stale 1
   "stale_header\\.hpp differs from what .*tiny_h200\\.csv produces, first at line 1:.*Regenerate it with: splitkv fit"
   fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_FIXTURES}/stale_header.hpp --check)
-splitkv_cli_test(fit_check_missing 1 "no_such_header\\.hpp does not exist; run without --check"
+splitkv_cli_test(fit_check_missing 2 "no_such_header\\.hpp: no such file; run without --check"
   fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/no_such_header.hpp --check)
 splitkv_cli_test(fit_bad_gpu_name 2 "--gpu-name \"H200\": must be lower case"
   fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/x.hpp --gpu-name H200 --check)
@@ -41,6 +41,23 @@ splitkv_cli_test(fit_duplicate_rows 2 "duplicate_rows\\.csv:5:1: duplicate row f
 splitkv_cli_test(evaluate_writes_report 0 "wrote +.*regret\\.csv.*wrote +.*regret_points\\.csv.*validation"
   evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --validation ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv
       --out ${SPLITKV_FIT_SCRATCH}/evaluate/regret.csv)
+# --table: evaluate a given table as `ours` (nothing fitted); the committed header and the
+# compiled-in table of the same GPU give the same picks as the fit on the CSV they came from.
+if(EXISTS ${PROJECT_SOURCE_DIR}/results/h200/full.csv AND
+   EXISTS ${PROJECT_SOURCE_DIR}/heuristics/generated/num_splits_h200.hpp)
+  splitkv_cli_test(evaluate_table_header 0 "wrote +.*table_header\\.csv.*in_sample.*ours +2407 +1\\.0011"
+    evaluate results/h200/full.csv --table heuristics/generated/num_splits_h200.hpp
+        --out ${SPLITKV_FIT_SCRATCH}/evaluate/table_header.csv)
+  splitkv_cli_test(evaluate_table_gpu_name 0 "in_sample.*ours +2407 +1\\.0011"
+    evaluate results/h200/full.csv --table "NVIDIA H200" --out ${SPLITKV_FIT_SCRATCH}/evaluate/table_gpu.csv)
+endif()
+splitkv_cli_test(evaluate_table_other_gpu 2 "--table .*stale_header\\.hpp: made for \"NVIDIA H200\" \\(132 SMs\\), but .*tiny_h200\\.csv was measured on \"NVIDIA H200\" \\(100 SMs\\); pass --allow-other-gpu"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --num-sms 100 --table ${SPLITKV_FIT_FIXTURES}/stale_header.hpp
+      --out ${SPLITKV_FIT_SCRATCH}/evaluate/other.csv)
+splitkv_cli_test(evaluate_table_allow_other_gpu 0 "in_sample"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --num-sms 100 --table ${SPLITKV_FIT_FIXTURES}/stale_header.hpp
+      --allow-other-gpu --out ${SPLITKV_FIT_SCRATCH}/evaluate/other.csv)
+splitkv_cli_test(evaluate_help_table 0 "--table.*--allow-other-gpu" evaluate --help)
 splitkv_cli_test(evaluate_out_required 2 "--out is required" evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv)
 splitkv_cli_test(evaluate_out_in_missing_folder 2 "folder .*missing_folder does not exist"
   evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/missing_folder/regret.csv)

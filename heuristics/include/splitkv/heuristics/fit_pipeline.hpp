@@ -4,9 +4,11 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "splitkv/heuristics/generated_table.hpp"
 #include "splitkv/heuristics/header_emitter.hpp"
 #include "splitkv/heuristics/measurements.hpp"
 #include "splitkv/heuristics/regret_report.hpp"
@@ -23,6 +25,11 @@ struct FitRequest {
   int num_sms = 0;             // 0: sidecar, then the known-GPU list
   bool cross_validate = true;
   FitOptions options;
+  // Evaluate this table as `ours` / `ours_capacity_only` instead of fitting one (nothing is
+  // fitted, no header, no cross-validation). Refused when it was made for another GPU or SM
+  // count than the training CSV's, unless allow_other_gpu.
+  std::optional<GivenTable> table;
+  bool allow_other_gpu = false;
 };
 
 struct FitProducts {

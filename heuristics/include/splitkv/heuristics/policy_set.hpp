@@ -33,5 +33,8 @@ std::vector<Policy> reference_policies(int num_sms);
 std::vector<Policy> table_policies(const FittedHeuristic& fit);
 // Report order: oracle, ours, ours_capacity_only, then the rest of reference_policies.
 std::vector<Policy> all_policies(const FittedHeuristic& fit, int num_sms);
+// The same with `ours` / `ours_capacity_only` given (e.g. table_policies of a table that
+// was not fitted here: `splitkv evaluate --table`).
+std::vector<Policy> all_policies(std::vector<Policy> table_policies, int num_sms);
 
 }  // namespace splitkv::heuristics
