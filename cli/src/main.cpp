@@ -9,6 +9,7 @@
 #include "evaluate_command.hpp"
 #include "fit_command.hpp"
 #include "merge_command.hpp"
+#include "ragged_command.hpp"
 #include "splitkv/heuristics/device_policy_kernels.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/sidecar.hpp"
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
   CLI::App* merge = splitkv::cli::add_merge_command(app, merge_options);
   splitkv::cli::CompareCommandOptions compare_options;
   CLI::App* compare = splitkv::cli::add_compare_command(app, compare_options);
+  splitkv::cli::RaggedCommandOptions ragged_options;
+  CLI::App* ragged = splitkv::cli::add_ragged_command(app, ragged_options);
 
   try {
     app.parse(argc, argv);
@@ -92,5 +95,6 @@ int main(int argc, char** argv) {
   if (merge->parsed()) return splitkv::cli::run_merge_command(merge_options, std::cout, std::cerr);
   if (evaluate->parsed()) return splitkv::cli::run_evaluate_command(evaluate_options, std::cout, std::cerr);
   if (compare->parsed()) return splitkv::cli::run_compare_command(compare_options, std::cout, std::cerr);
+  if (ragged->parsed()) return splitkv::cli::run_ragged_command(ragged_options, std::cout, std::cerr);
   return 2;
 }
