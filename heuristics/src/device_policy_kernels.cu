@@ -121,9 +121,8 @@ class Fa3DynamicCustomizer final : public PerSequenceCustomizer {
   }
   KernelOutcome before_launch(DecodeParams& params, void* stream) override {
     if (inputs_.dynamic) {
-      fa3_dynamic_prepare<<<1, kPrepareThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-          seqlens_, batch_, inputs_.block_n, inputs_.m_blocks, inputs_.static_splits, kv_heads_, sms_, splits_);
-      if (KernelOutcome o = tuner::cuda_outcome(cudaGetLastError()); !o.ok()) return o;
+      const int error = enqueue_fa3_dynamic_prepare(seqlens_, batch_, inputs_, kv_heads_, sms_, splits_, stream);
+      if (KernelOutcome o = tuner::cuda_outcome(error); !o.ok()) return o;
       params.splits_per_sequence = splits_;
     }
     // Not dynamic (batch > 992): every sequence takes the static count, as FA3 launches it.
@@ -164,6 +163,14 @@ void add(tuner::KernelRegistry& registry, const std::string& name, std::string d
 }
 
 }  // namespace
+
+int enqueue_fa3_dynamic_prepare(const std::int32_t* device_lengths, int batch, const Fa3DynamicInputs& inputs,
+                                int num_kv_heads, int num_sms, std::int32_t* device_splits, void* stream) {
+  fa3_dynamic_prepare<<<1, kPrepareThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      device_lengths, batch, inputs.block_n, inputs.m_blocks, inputs.static_splits, num_kv_heads, num_sms,
+      device_splits);
+  return static_cast<int>(cudaGetLastError());
+}
 
 void register_device_policy_kernels(tuner::KernelRegistry& registry) {
   add<AutoCustomizer>(registry, "splitkv_auto",
