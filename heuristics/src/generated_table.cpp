@@ -84,17 +84,23 @@ class HeaderParser {
            fmt::format("layout_class has {} page-size thresholds; kLayoutClasses = {} needs {}",
                        page_thresholds.size(), layout_classes, std::max(0, layout_classes - 2)));
     }
+    const int cta_buckets_per_octave = int_constant("kCtaBucketsPerOctave");
+    if (cta_buckets_per_octave < 1 || cta_buckets_per_octave > 16) {
+      fail(line_of("kCtaBucketsPerOctave"),
+           fmt::format("kCtaBucketsPerOctave = {} is out of range 1..16", cta_buckets_per_octave));
+    }
     for (auto [table, prefix, function] : {std::tuple{&h.real_length, "Real", "real_length_splits("},
                                            std::tuple{&h.capacity, "Capacity", "capacity_splits("}}) {
       ParsedSplitTable& t = *table;
-      t.cta_log2_min = int_constant(fmt::format("k{}CtaLog2Min", prefix));
+      t.cta_buckets_per_octave = cta_buckets_per_octave;
+      t.cta_bucket_min = int_constant(fmt::format("k{}CtaBucketMin", prefix));
       t.cta_buckets = int_constant(fmt::format("k{}CtaBuckets", prefix));
       t.length_log2_min = int_constant(fmt::format("k{}LengthLog2Min", prefix));
       t.length_buckets = int_constant(fmt::format("k{}LengthBuckets", prefix));
       t.max_splits = int_constant(fmt::format("k{}MaxSplits", prefix));
       for (const char* name : {"CtaBuckets", "LengthBuckets", "MaxSplits"}) {
         const std::string constant = fmt::format("k{}{}", prefix, name);
-        if (int_constant(constant) < 1 || int_constant(constant) > (std::string(name) == "MaxSplits" ? 256 : 64)) {
+        if (int_constant(constant) < 1 || int_constant(constant) > (std::string(name) == "LengthBuckets" ? 64 : 256)) {
           fail(line_of(constant), fmt::format("{} = {} is out of range", constant, int_constant(constant)));
         }
       }
@@ -244,7 +250,7 @@ bool looks_like_header_path(const std::string& spec) {
 
 int ParsedSplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, int page_size) const {
   const std::int64_t ctas = std::int64_t(std::max(batch, 1)) * std::max(num_kv_heads, 1);
-  const int x = log2_bucket(ctas) - cta_log2_min;
+  const int x = cta_bucket(ctas, cta_buckets_per_octave) - cta_bucket_min;
   const int y = clamp_index(log2_bucket(tokens) - length_log2_min, length_buckets);
   int hd_class = 0;
   for (int t : head_dim_thresholds) hd_class += head_dim >= t ? 1 : 0;
@@ -253,7 +259,8 @@ int ParsedSplitTable::lookup(int batch, int num_kv_heads, int head_dim, int toke
   layout = clamp_index(layout, layout_classes);
   const int row = row_of[(std::size_t(hd_class) * layout_classes + layout) * length_buckets + y];
   const int splits = rows[std::size_t(row)][std::size_t(clamp_index(x, cta_buckets))];
-  const int shift = x >= 0 ? 0 : std::min(-x, 8);
+  const int octaves_below = x >= 0 ? 0 : (-x + cta_buckets_per_octave - 1) / cta_buckets_per_octave;
+  const int shift = std::min(octaves_below, 8);
   const int scaled = std::min(splits << shift, max_splits);
   const std::int64_t tiles = tokens <= 0 ? 0 : (std::int64_t(tokens) + 63) / 64;
   return scaled <= tiles ? scaled : (tiles > 1 ? int(tiles) : 1);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -71,7 +72,7 @@ EmittedTable emit_table(const SplitTable& table, std::string_view name, std::str
   int row_count = 0;
   std::string column_header = "      //  CTAs:";
   for (int x = 0; x < g.cta_buckets; ++x) {
-    column_header += fmt::format("{:>4}", compact_count(std::int64_t(1) << (g.cta_log2_min + x)));
+    column_header += fmt::format("{:>4}", compact_count(cta_bucket_center(g.cta_bucket_min + x, g.cta_buckets_per_octave)));
     if (x + 1 < g.cta_buckets) column_header += ",";
   }
   for (int hd = 0; hd < g.head_dim_classes(); ++hd) {
@@ -145,6 +146,13 @@ EmittedTable emit_table(const SplitTable& table, std::string_view name, std::str
 std::string sum_of_comparisons(std::string_view variable, const std::vector<int>& thresholds) {
   std::string out;
   for (int t : thresholds) out += fmt::format(" + ({} >= {} ? 1 : 0)", variable, t);
+  return out;
+}
+
+// R threshold comparisons of cta_bucket's mantissa, as literals (device code reads no arrays).
+std::string mantissa_comparisons(int buckets_per_octave) {
+  std::string out;
+  for (std::uint64_t t : cta_bucket_thresholds(buckets_per_octave)) out += fmt::format(" + (m >= {}ULL ? 1 : 0)", t);
   return out;
 }
 
@@ -229,14 +237,15 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "//   shapes     {shapes} measured shapes\n"
       "//\n"
       "// How a lookup works (rules: heuristics/FIT.md)\n"
-      "//   x = CTAs before splitting, batch * num_kv_heads, as a log2 bucket: round(log2(x)),\n"
-      "//       halves up, so bucket boundaries sit at geometric midpoints between grid points;\n"
+      "//   x = CTAs before splitting, batch * num_kv_heads, in buckets of 1/{r} octave:\n"
+      "//       round({r} * log2(x)), halves up (boundaries at geometric midpoints), because how\n"
+      "//       whole the CTA waves are on the SMs moves the best split between powers of two;\n"
       "//   y = tokens per sequence as a log2 bucket: the max real length (table `real_length`)\n"
       "//       or, when the caller knows none, the cache capacity (table `capacity`);\n"
       "//   the plane is picked by head_dim class ({hd_list}; boundaries at geometric\n"
       "//       midpoints) and layout class (contiguous, or paged);\n"
       "//   x and y beyond the table's edges clamp to the edge bucket, except that below the fewest\n"
-      "//       CTAs measured the answer doubles per missing bucket (same CTAs after splitting);\n"
+      "//       CTAs measured the answer doubles per missing octave (same CTAs after splitting);\n"
       "//   the answer is capped at the 64-token tiles of the length (more splits hold no work).\n"
       "// Each cell holds the split count with the lowest geometric-mean time over the measured\n"
       "// shapes in that cell (relative to each shape's fastest); cells no shape fell in copy\n"
@@ -275,23 +284,29 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       fmt::arg("input", p.input_path), fmt::arg("output", p.output_path), fmt::arg("sha", p.input_sha256),
       fmt::arg("measured", p.measured_at.empty() ? "unknown (no sidecar next to the CSV)" : p.measured_at + " (sidecar)"),
       fmt::arg("kernel", p.kernel), fmt::arg("version", p.tool_version), fmt::arg("rows", counts_line(p.counts)),
-      fmt::arg("shapes", p.counts.shapes), fmt::arg("hd_list", join_ints(real.grid.head_dims, ", ")));
+      fmt::arg("shapes", p.counts.shapes), fmt::arg("hd_list", join_ints(real.grid.head_dims, ", ")),
+      fmt::arg("r", real.grid.cta_buckets_per_octave));
 
   // Axes. Both tables share head_dim and layout classes and the CTA axis by construction
   // (fit_heuristic fits them on the same shapes), but each carries its own constants.
   const auto axis_constants = [&](const SplitTable& t, std::string_view prefix) {
     return fmt::format(
-        "inline constexpr int k{p}CtaLog2Min = {a};     // first CTA bucket: {a0} CTAs\n"
+        "inline constexpr int k{p}CtaBucketMin = {a};   // first CTA bucket: {a0} CTAs\n"
         "inline constexpr int k{p}CtaBuckets = {b};\n"
         "inline constexpr int k{p}LengthLog2Min = {c};  // first length bucket: {c0} tokens\n"
         "inline constexpr int k{p}LengthBuckets = {d};\n"
         "inline constexpr int k{p}MaxSplits = {m};       // most splits measured\n",
-        fmt::arg("p", prefix), fmt::arg("a", t.grid.cta_log2_min), fmt::arg("a0", std::int64_t(1) << t.grid.cta_log2_min),
+        fmt::arg("p", prefix), fmt::arg("a", t.grid.cta_bucket_min),
+        fmt::arg("a0", cta_bucket_center(t.grid.cta_bucket_min, t.grid.cta_buckets_per_octave)),
         fmt::arg("b", t.grid.cta_buckets), fmt::arg("c", t.grid.length_log2_min),
         fmt::arg("c0", std::int64_t(1) << t.grid.length_log2_min), fmt::arg("d", t.grid.length_buckets),
         fmt::arg("m", t.max_splits));
   };
+  if (real.grid.cta_buckets_per_octave != cap.grid.cta_buckets_per_octave)
+    throw std::logic_error("emit_num_splits_header: the two tables bucket CTAs differently");
   out += "namespace detail {\n\n";
+  out += fmt::format("inline constexpr int kCtaBucketsPerOctave = {};  // R: CTA buckets per doubling\n",
+                     real.grid.cta_buckets_per_octave);
   out += axis_constants(real, "Real");
   out += axis_constants(cap, "Capacity");
   out += fmt::format("inline constexpr int kHeadDimClasses = {};  // head_dim {}\n", real.grid.head_dim_classes(),
@@ -323,6 +338,17 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "  return i + (v * v >= (1ULL << (2 * i + 1)) ? 1 : 0);\n"
       "}}\n"
       "\n"
+      "// round(R * log2(value)) with halves up, for R = kCtaBucketsPerOctave: with value = 2^i * f\n"
+      "// (1 <= f < 2), f's 30-bit mantissa is compared with 2^((j - 1/2) / R) for j = 1..R. Values\n"
+      "// <= 1 give 0; values above 2^30 count as 2^30.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int cta_bucket(long long value) {{\n"
+      "  const unsigned long long v = value <= 1 ? 1ULL\n"
+      "                               : (value >= (1LL << 30) ? (1ULL << 30) : (unsigned long long)value);\n"
+      "  const int i = floor_log2(v);\n"
+      "  const unsigned long long m = (v << 30) >> i;\n"
+      "  return kCtaBucketsPerOctave * i{cta_sum};\n"
+      "}}\n"
+      "\n"
       "SPLITKV_GENERATED_HOST_DEVICE constexpr int clamp_index(int value, int count) {{\n"
       "  return value < 0 ? 0 : (value >= count ? count - 1 : value);\n"
       "}}\n"
@@ -336,9 +362,11 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "}}\n"
       "\n"
       "// Below the fewest CTAs measured, keep batch * kv_heads * splits (the CTAs that fill the GPU)\n"
-      "// where the table's edge had it: double the edge's answer per missing bucket, at most max_splits.\n"
+      "// where the table's edge had it: double the edge's answer per missing octave (rounded up), at\n"
+      "// most max_splits.\n"
       "SPLITKV_GENERATED_HOST_DEVICE constexpr int scale_below_edge(int splits, int buckets_below, int max_splits) {{\n"
-      "  const int shift = buckets_below <= 0 ? 0 : (buckets_below >= 8 ? 8 : buckets_below);\n"
+      "  const int octaves = buckets_below <= 0 ? 0 : (buckets_below + kCtaBucketsPerOctave - 1) / kCtaBucketsPerOctave;\n"
+      "  const int shift = octaves >= 8 ? 8 : octaves;\n"
       "  return (splits << shift) < max_splits ? (splits << shift) : max_splits;\n"
       "}}\n"
       "\n"
@@ -349,13 +377,14 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "}}\n"
       "\n",
       fmt::arg("hd_body", head_dim_class_body(real.grid.head_dim_thresholds())),
-      fmt::arg("page_sum", sum_of_comparisons("page_size", real.grid.page_size_thresholds())));
+      fmt::arg("page_sum", sum_of_comparisons("page_size", real.grid.page_size_thresholds())),
+      fmt::arg("cta_sum", mantissa_comparisons(real.grid.cta_buckets_per_octave)));
 
   out += real_table.text + "\n" + cap_table.text + "\n";
   out += fmt::format(
       "SPLITKV_GENERATED_HOST_DEVICE inline int real_length_lookup(long long ctas, int head_dim, int max_seqlen,\n"
       "                                                            int page_size) {{\n"
-      "  const int x = log2_bucket(ctas) - kRealCtaLog2Min;\n"
+      "  const int x = cta_bucket(ctas) - kRealCtaBucketMin;\n"
       "  const int y = clamp_index(log2_bucket(max_seqlen) - kRealLengthLog2Min, kRealLengthBuckets);\n"
       "  const int splits = real_length_splits(head_dim_class(head_dim), layout_class(page_size), y,\n"
       "                                        clamp_index(x, kRealCtaBuckets));\n"
@@ -364,7 +393,7 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "\n"
       "SPLITKV_GENERATED_HOST_DEVICE inline int capacity_lookup(long long ctas, int head_dim, int cache_capacity,\n"
       "                                                         int page_size) {{\n"
-      "  const int x = log2_bucket(ctas) - kCapacityCtaLog2Min;\n"
+      "  const int x = cta_bucket(ctas) - kCapacityCtaBucketMin;\n"
       "  const int y = clamp_index(log2_bucket(cache_capacity) - kCapacityLengthLog2Min, kCapacityLengthBuckets);\n"
       "  const int splits = capacity_splits(head_dim_class(head_dim), layout_class(page_size), y,\n"
       "                                     clamp_index(x, kCapacityCtaBuckets));\n"

@@ -295,14 +295,28 @@ std::string fit_markdown(const FittedHeuristic& fit, const Measurements& m) {
                          ratio(d.geomean_pooled), ratio(d.geomean_own_table));
     }
   }
+  if (n.cta_resolution_checks.empty()) {
+    out += fmt::format("- CTA buckets: {} per octave (fixed by the caller).\n", n.cta_buckets_per_octave);
+  } else {
+    std::string tried;
+    for (const auto& c : n.cta_resolution_checks)
+      tried += fmt::format("{}{} per octave {}", tried.empty() ? "" : ", ", c.buckets_per_octave,
+                           ratio(c.leave_one_batch_out_geomean));
+    out += fmt::format("- CTA buckets: **{} per octave**. Leave-one-batch-out geomean regret: {} (a finer "
+                       "resolution must gain more than 0.2% to be chosen).\n",
+                       n.cta_buckets_per_octave, tried);
+  }
   for (const SplitTable* t : {&fit.real_length, &fit.capacity_only}) {
     const TableGrid& g = t->grid;
     int decided = 0;
     for (int v : t->shapes_in_cell) decided += v > 0 ? 1 : 0;
     out += fmt::format(
-        "\n## Table `{}`\n\n- CTA buckets 2^{}..2^{}, {} buckets 2^{}..2^{}\n- head_dim classes {}; layout classes {}\n"
+        "\n## Table `{}`\n\n- {} CTA buckets of 1/{} octave, centred on {}..{} CTAs; {} buckets 2^{}..2^{}\n"
+        "- head_dim classes {}; layout classes {}\n"
         "- {} of {} cells decided by measured shapes, the rest copied from the nearest decided cell\n",
-        to_string(t->axis), g.cta_log2_min, g.cta_log2_min + g.cta_buckets - 1,
+        to_string(t->axis), g.cta_buckets, g.cta_buckets_per_octave,
+        cta_bucket_center(g.cta_bucket_min, g.cta_buckets_per_octave),
+        cta_bucket_center(g.cta_bucket_min + g.cta_buckets - 1, g.cta_buckets_per_octave),
         t->axis == LengthAxis::real_length ? "real-length" : "capacity", g.length_log2_min,
         g.length_log2_min + g.length_buckets - 1, fmt::join(g.head_dims, ", "), g.layout_classes(), decided,
         t->shapes_in_cell.size());

@@ -38,6 +38,40 @@ int log2_bucket(std::int64_t value) {
   return i + (v * v >= (std::uint64_t(1) << (2 * i + 1)) ? 1 : 0);
 }
 
+std::vector<std::uint64_t> cta_bucket_thresholds(int buckets_per_octave) {
+  if (buckets_per_octave < 1 || buckets_per_octave > 16)
+    throw std::invalid_argument("cta_buckets_per_octave must be in 1..16");
+  std::vector<std::uint64_t> out;
+  for (int j = 1; j <= buckets_per_octave; ++j) {
+    const long double exact = std::ldexp(std::pow(2.0L, (j - 0.5L) / buckets_per_octave), 30);
+    out.push_back(std::uint64_t(std::ceil(exact)));
+  }
+  return out;
+}
+
+int cta_bucket(std::int64_t value, int buckets_per_octave) {
+  if (buckets_per_octave == 1) return log2_bucket(value);
+  static const std::vector<std::vector<std::uint64_t>> all_thresholds = [] {
+    std::vector<std::vector<std::uint64_t>> out(17);
+    for (int r = 1; r <= 16; ++r) out[std::size_t(r)] = cta_bucket_thresholds(r);
+    return out;
+  }();
+  if (buckets_per_octave < 1 || buckets_per_octave > 16)
+    throw std::invalid_argument("cta_buckets_per_octave must be in 1..16");
+  const std::vector<std::uint64_t>& thresholds = all_thresholds[std::size_t(buckets_per_octave)];
+  if (value <= 1) return 0;
+  const std::uint64_t v = std::uint64_t(std::min(value, kBucketValueCap));
+  const int i = floor_log2(v);
+  const std::uint64_t mantissa = (v << 30) >> i;
+  int bucket = buckets_per_octave * i;
+  for (std::uint64_t t : thresholds) bucket += mantissa >= t ? 1 : 0;
+  return bucket;
+}
+
+std::int64_t cta_bucket_center(int bucket, int buckets_per_octave) {
+  return std::int64_t(std::llround(std::pow(2.0, double(bucket) / buckets_per_octave)));
+}
+
 int geometric_midpoint(int a, int b) {
   const std::int64_t product = std::int64_t(a) * b;
   std::int64_t t = std::int64_t(std::sqrt(double(product)));
@@ -79,11 +113,12 @@ int TableGrid::layout_class(int page_size) const {
 }
 
 int TableGrid::cta_index(std::int64_t ctas) const {
-  return std::clamp(log2_bucket(ctas) - cta_log2_min, 0, cta_buckets - 1);
+  return std::clamp(cta_bucket(ctas, cta_buckets_per_octave) - cta_bucket_min, 0, cta_buckets - 1);
 }
 
-int TableGrid::buckets_below(std::int64_t ctas) const {
-  return std::max(0, cta_log2_min - log2_bucket(ctas));
+int TableGrid::octaves_below(std::int64_t ctas) const {
+  const int below = cta_bucket_min - cta_bucket(ctas, cta_buckets_per_octave);
+  return below <= 0 ? 0 : (below + cta_buckets_per_octave - 1) / cta_buckets_per_octave;
 }
 
 int TableGrid::length_index(std::int64_t tokens) const {
@@ -100,8 +135,8 @@ int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, in
   const std::int64_t ctas = std::int64_t(std::max(batch, 1)) * std::max(num_kv_heads, 1);
   std::int64_t s = splits[index(grid.head_dim_class(head_dim), grid.layout_class(page_size),
                                 grid.length_index(tokens), grid.cta_index(ctas))];
-  // Below the fewest CTAs measured: double per missing bucket, at most max_splits.
-  const int below = grid.buckets_below(ctas);
+  // Below the fewest CTAs measured: double per missing octave, at most max_splits.
+  const int below = grid.octaves_below(ctas);
   s = std::min<std::int64_t>(s << std::min(below, 8), max_splits);
   const std::int64_t tiles = (std::int64_t(std::max(tokens, 0)) + 63) / 64;
   return int(std::max<std::int64_t>(1, std::min<std::int64_t>(s, tiles)));
@@ -122,14 +157,15 @@ int SplitTable::lookup(const MeasuredShape& shape) const {
 namespace {
 
 TableGrid grid_for(const std::vector<MeasuredShape>& shapes, LengthAxis axis,
-                   const std::vector<std::vector<int>>& paged_classes) {
+                   const std::vector<std::vector<int>>& paged_classes, int cta_buckets_per_octave) {
   TableGrid grid;
+  grid.cta_buckets_per_octave = cta_buckets_per_octave;
   std::set<int> head_dims;
   int cta_lo = std::numeric_limits<int>::max(), cta_hi = 0;
   int len_lo = std::numeric_limits<int>::max(), len_hi = 0;
   for (const MeasuredShape& s : shapes) {
     head_dims.insert(s.point.head_dim);
-    const int cta = log2_bucket(std::int64_t(s.point.batch) * s.point.num_kv_heads);
+    const int cta = cta_bucket(std::int64_t(s.point.batch) * s.point.num_kv_heads, cta_buckets_per_octave);
     const int len = log2_bucket(table_tokens(s, axis));
     cta_lo = std::min(cta_lo, cta);
     cta_hi = std::max(cta_hi, cta);
@@ -138,7 +174,7 @@ TableGrid grid_for(const std::vector<MeasuredShape>& shapes, LengthAxis axis,
   }
   grid.head_dims.assign(head_dims.begin(), head_dims.end());
   grid.paged_classes = paged_classes;
-  grid.cta_log2_min = cta_lo;
+  grid.cta_bucket_min = cta_lo;
   grid.cta_buckets = cta_hi - cta_lo + 1;
   grid.length_log2_min = len_lo;
   grid.length_buckets = len_hi - len_lo + 1;
@@ -146,20 +182,21 @@ TableGrid grid_for(const std::vector<MeasuredShape>& shapes, LengthAxis axis,
 }
 
 // Fills each empty cell of one (head_dim, layout) plane from the nearest decided cell:
-// squared distance in bucket steps, ties to the larger split count (too few splits idles
-// SMs, which costs more than one extra combine).
+// squared distance in octaves (a length bucket is one octave, a CTA bucket 1/R), ties to
+// the larger split count (too few splits idles SMs, which costs more than one extra combine).
 void fill_plane(SplitTable& table, int hd, int lay) {
   const TableGrid& g = table.grid;
   std::vector<int> filled(table.splits.size(), -1);
   for (int y = 0; y < g.length_buckets; ++y) {
     for (int x = 0; x < g.cta_buckets; ++x) {
       if (table.shapes_in_cell[table.index(hd, lay, y, x)] > 0) continue;
+      const int r = g.cta_buckets_per_octave;
       int best_d2 = std::numeric_limits<int>::max(), best_splits = 0;
       for (int yy = 0; yy < g.length_buckets; ++yy) {
         for (int xx = 0; xx < g.cta_buckets; ++xx) {
           const std::size_t i = table.index(hd, lay, yy, xx);
           if (table.shapes_in_cell[i] == 0) continue;
-          const int d2 = (yy - y) * (yy - y) + (xx - x) * (xx - x);
+          const int d2 = r * r * (yy - y) * (yy - y) + (xx - x) * (xx - x);  // in (1/R octave)^2
           if (d2 < best_d2 || (d2 == best_d2 && table.splits[i] > best_splits)) {
             best_d2 = d2;
             best_splits = table.splits[i];
@@ -194,7 +231,8 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
   if (shapes.size() != oracles.size()) throw std::invalid_argument("fit_split_table: oracles do not match shapes");
   SplitTable table;
   table.axis = axis;
-  table.grid = grid_for(shapes, axis, paged_classes);
+  const int r = options.cta_buckets_per_octave > 0 ? options.cta_buckets_per_octave : std::end(kCtaResolutions)[-1];
+  table.grid = grid_for(shapes, axis, paged_classes, r);
   const TableGrid& g = table.grid;
   const std::size_t cells = std::size_t(g.head_dim_classes()) * g.layout_classes() * g.length_buckets * g.cta_buckets;
   table.splits.assign(cells, 1);
@@ -293,6 +331,29 @@ void subset(const std::vector<MeasuredShape>& shapes, const std::vector<OracleCh
   }
 }
 
+// Geomean regret of leaving each batch value out in turn: the shapes of that batch are looked
+// up in a table fitted on all the other batches. Batch moves batch x kv_heads, the CTA axis,
+// so this is how well a CTA resolution generalises to CTA counts the sweep did not measure.
+double leave_one_batch_out_regret(const std::vector<MeasuredShape>& shapes, const std::vector<OracleChoice>& oracles,
+                                  const std::vector<std::vector<int>>& classes, const FitOptions& options) {
+  std::set<int> batches;
+  for (const MeasuredShape& s : shapes) batches.insert(s.point.batch);
+  if (batches.size() < 2) return table_geomean_regret(fit_split_table(shapes, oracles, LengthAxis::real_length,
+                                                                      classes, options), shapes, oracles);
+  double log_sum = 0;
+  std::size_t count = 0;
+  std::vector<MeasuredShape> train, held;
+  std::vector<OracleChoice> train_oracles, held_oracles;
+  for (int batch : batches) {
+    subset(shapes, oracles, [&](const MeasuredShape& s) { return s.point.batch != batch; }, train, train_oracles);
+    subset(shapes, oracles, [&](const MeasuredShape& s) { return s.point.batch == batch; }, held, held_oracles);
+    const SplitTable table = fit_split_table(train, train_oracles, LengthAxis::real_length, classes, options);
+    log_sum += std::log(table_geomean_regret(table, held, held_oracles)) * double(held.size());
+    count += held.size();
+  }
+  return std::exp(log_sum / double(count));
+}
+
 }  // namespace
 
 FittedHeuristic fit_heuristic(const std::vector<MeasuredShape>& shapes, const FitOptions& options) {
@@ -329,8 +390,28 @@ FittedHeuristic fit_heuristic(const std::vector<MeasuredShape>& shapes, const Fi
     if (notes.page_sizes_separate) classes = separate;
   }
 
-  fit.real_length = fit_split_table(shapes, oracles, LengthAxis::real_length, classes, options);
-  fit.capacity_only = fit_split_table(shapes, oracles, LengthAxis::capacity, classes, options);
+  // CTA resolution: a fixed R, or (R = 0) the finest of kCtaResolutions whose leave-one-batch-
+  // out regret beats every coarser one by more than cta_resolution_min_gain.
+  FitOptions chosen = options;
+  if (options.cta_buckets_per_octave == 0) {
+    int best_r = 0;
+    double best = 0;
+    for (int r : kCtaResolutions) {
+      FitOptions trial = options;
+      trial.cta_buckets_per_octave = r;
+      const double regret = leave_one_batch_out_regret(shapes, oracles, classes, trial);
+      notes.cta_resolution_checks.push_back({r, regret});
+      if (best_r == 0 || regret * (1.0 + options.cta_resolution_min_gain) < best) {
+        best_r = r;
+        best = regret;
+      }
+    }
+    chosen.cta_buckets_per_octave = best_r;
+  }
+  notes.cta_buckets_per_octave = chosen.cta_buckets_per_octave;
+
+  fit.real_length = fit_split_table(shapes, oracles, LengthAxis::real_length, classes, chosen);
+  fit.capacity_only = fit_split_table(shapes, oracles, LengthAxis::capacity, classes, chosen);
 
   // Dtype: tables pool dtypes (the kernels read two bytes per element either way); report
   // what a table of its own would gain each dtype, so the data can overrule that choice.
@@ -341,7 +422,7 @@ FittedHeuristic fit_heuristic(const std::vector<MeasuredShape>& shapes, const Fi
       subset(shapes, oracles,
              [&](const MeasuredShape& s) { return tuner::to_string(s.point.dtype) == dtype; }, own,
              own_oracles);
-      const SplitTable own_table = fit_split_table(own, own_oracles, LengthAxis::real_length, classes, options);
+      const SplitTable own_table = fit_split_table(own, own_oracles, LengthAxis::real_length, classes, chosen);
       notes.dtype_checks.push_back({dtype, int(own.size()),
                                     table_geomean_regret(fit.real_length, own, own_oracles),
                                     table_geomean_regret(own_table, own, own_oracles)});

@@ -49,12 +49,18 @@ TEST(Log2Bucket, GeometricMidpoints) {
   EXPECT_EQ(geometric_midpoint(16, 64), 32);
 }
 
+FitOptions power_of_two_ctas() {
+  FitOptions o;
+  o.cta_buckets_per_octave = 1;
+  return o;
+}
+
 TEST(TableFit, CellTakesTheLowestGeomeanRatio) {
-  // Batches 4 and 5 share the 4-CTA bucket. 2 splits: ratios 6/5 and 5/5, geomean 1.095;
-  // 4 splits: 5/5 and 5.5/5, geomean 1.049. 4 wins although neither shape's oracle is 4 for both.
+  // Batches 4 and 5 share the 4-CTA power-of-two bucket. 2 splits: ratios 6/5 and 5/5, geomean
+  // 1.095; 4 splits: 5/5 and 5.5/5, geomean 1.049. 4 wins although neither shape's oracle is 4 for both.
   const std::vector<MeasuredShape> shapes = {at(4, 8192, {{1, 10}, {2, 6}, {4, 5}}),
                                              at(5, 8192, {{1, 10}, {2, 5}, {4, 5.5}})};
-  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {}, power_of_two_ctas());
   EXPECT_EQ(t.lookup(4, 1, 128, 8192, 0), 4);
   EXPECT_EQ(t.shapes_in_cell[t.index(0, 0, 0, 0)], 2);
   EXPECT_NEAR(table_geomean_regret(t, shapes, oracles_of(shapes)), std::sqrt(1.1), 1e-12);
@@ -71,11 +77,11 @@ TEST(TableFit, NearTiesInACellGoToFewerSplits) {
 }
 
 TEST(TableFit, BetweenAndBeyondGridPoints) {
-  // Grid: 4 and 64 CTAs, lengths 1024 and 16384.
+  // Grid: 4 and 64 CTAs, lengths 1024 and 16384; power-of-two CTA buckets (R = 1).
   const std::vector<MeasuredShape> shapes = {best_at(4, 1024, 8), best_at(64, 1024, 1), best_at(4, 16384, 16),
                                              best_at(64, 16384, 2)};
-  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
-  EXPECT_EQ(t.grid.cta_log2_min, 2);
+  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {}, power_of_two_ctas());
+  EXPECT_EQ(t.grid.cta_bucket_min, 2);
   EXPECT_EQ(t.grid.cta_buckets, 5);        // 4 .. 64
   EXPECT_EQ(t.grid.length_log2_min, 10);
   EXPECT_EQ(t.grid.length_buckets, 5);     // 1024 .. 16384
@@ -105,16 +111,54 @@ TEST(TableFit, BelowTheFewestCtasTheFillingCtasStay) {
   std::vector<std::pair<int, double>> timings;
   for (int s : {1, 2, 4, 8, 16, 32, 64}) timings.emplace_back(s, s == 4 ? 10.0 : 12.0);
   const std::vector<MeasuredShape> shapes = {at(8, 65536, timings), best_at(64, 65536, 1)};
-  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {}, power_of_two_ctas());
   EXPECT_EQ(t.max_splits, 64);
   EXPECT_EQ(t.lookup(8, 1, 128, 65536, 0), 4);
   EXPECT_EQ(t.lookup(4, 1, 128, 65536, 0), 8);
   EXPECT_EQ(t.lookup(2, 1, 128, 65536, 0), 16);
   EXPECT_EQ(t.lookup(1, 1, 128, 65536, 0), 32);   // 8 CTAs = bucket 3, 1 CTA = bucket 0: 4 << 3
   EXPECT_EQ(t.lookup(1, 1, 128, 1000, 0), 16);    // ...capped at the 16 tiles of 1000 tokens
-  EXPECT_EQ(t.grid.buckets_below(1), 3);
-  EXPECT_EQ(t.grid.buckets_below(8), 0);
-  EXPECT_EQ(t.grid.buckets_below(1000), 0);
+  EXPECT_EQ(t.grid.octaves_below(1), 3);
+  EXPECT_EQ(t.grid.octaves_below(8), 0);
+  EXPECT_EQ(t.grid.octaves_below(1000), 0);
+  // Quarter-octave buckets count the same octaves, rounded up (7 CTAs: half an octave short).
+  const SplitTable q = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  EXPECT_EQ(q.grid.cta_buckets_per_octave, 4);
+  EXPECT_EQ(q.grid.octaves_below(1), 3);
+  EXPECT_EQ(q.grid.octaves_below(7), 1);
+  EXPECT_EQ(q.lookup(7, 1, 128, 65536, 0), 8);
+  EXPECT_EQ(q.lookup(1, 1, 128, 65536, 0), 32);
+}
+
+TEST(TableFit, CtaBucketsOfAQuarterOctave) {
+  // R = 1 is the power-of-two bucket, halves up at 2^i * sqrt(2).
+  for (std::int64_t v : std::vector<std::int64_t>{1, 2, 3, 5, 6, 11, 12, 181, 182, 1000000, std::int64_t(1) << 40})
+    EXPECT_EQ(cta_bucket(v, 1), log2_bucket(v)) << v;
+  // R = 4: bucket k is centred on 2^(k/4); boundaries at 2^((k +- 1/2) / 4).
+  EXPECT_EQ(cta_bucket(1, 4), 0);
+  EXPECT_EQ(cta_bucket(128, 4), 28);
+  EXPECT_EQ(cta_bucket(139, 4), 28);   // 2^(28.5/4) = 139.6
+  EXPECT_EQ(cta_bucket(140, 4), 29);
+  EXPECT_EQ(cta_bucket(144, 4), 29);   // 144 CTAs sit with 152, not with 128
+  EXPECT_EQ(cta_bucket(166, 4), 30);   // 2^(29.5/4) = 166.0: halves up
+  EXPECT_EQ(cta_bucket(192, 4), 30);
+  EXPECT_EQ(cta_bucket(256, 4), 32);
+  EXPECT_EQ(cta_bucket_center(29, 4), 152);
+  // Thresholds are the exact ceilings: 2^30 * 2^(1/8) = 1170923761.958...
+  EXPECT_EQ(cta_bucket_thresholds(4).front(), 1170923762u);
+  EXPECT_EQ(cta_bucket_thresholds(1).front(), 1518500250u);  // 2^30 * sqrt(2) = 1518500249.98
+}
+
+TEST(TableFit, QuarterOctaveCtasKeepWavesApart) {
+  // 128 CTAs want 2 splits (256 CTAs: one wave of 2 x 132 slots), 144 CTAs want 3 (2 splits
+  // would spill a second wave). Power-of-two buckets merge them; quarter octaves do not.
+  const std::vector<MeasuredShape> shapes = {at(128, 16384, {{1, 20}, {2, 10}, {3, 13}}),
+                                             at(144, 16384, {{1, 20}, {2, 16}, {3, 12}})};
+  const SplitTable quarter = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  EXPECT_EQ(quarter.lookup(128, 1, 128, 16384, 0), 2);
+  EXPECT_EQ(quarter.lookup(144, 1, 128, 16384, 0), 3);
+  const SplitTable coarse = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {}, power_of_two_ctas());
+  EXPECT_EQ(coarse.lookup(144, 1, 128, 16384, 0), coarse.lookup(128, 1, 128, 16384, 0));
 }
 
 TEST(TableFit, EmptyCellsCopyTheNearestDecidedCell) {
@@ -122,6 +166,9 @@ TEST(TableFit, EmptyCellsCopyTheNearestDecidedCell) {
   // (8), 32 to 64 (1), and 16 is equally far from both: the larger count wins.
   const std::vector<MeasuredShape> shapes = {best_at(4, 8192, 8), best_at(64, 8192, 1)};
   const SplitTable t = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  // Quarter-octave neighbours in between follow the same rule (5 CTAs: 4; 45: 64).
+  EXPECT_EQ(t.lookup(5, 1, 128, 8192, 0), 8);
+  EXPECT_EQ(t.lookup(45, 1, 128, 8192, 0), 1);
   EXPECT_EQ(t.lookup(8, 1, 128, 8192, 0), 8);
   EXPECT_EQ(t.lookup(32, 1, 128, 8192, 0), 1);
   EXPECT_EQ(t.lookup(16, 1, 128, 8192, 0), 8);

@@ -14,7 +14,8 @@ namespace splitkv::heuristics {
 // One table of a generated header, as its lookup function computes it
 // (header_emitter.cpp: real_length_lookup / capacity_lookup).
 struct ParsedSplitTable {
-  int cta_log2_min = 0;
+  int cta_buckets_per_octave = 1;  // kCtaBucketsPerOctave
+  int cta_bucket_min = 0;
   int cta_buckets = 1;
   int length_log2_min = 0;
   int length_buckets = 1;

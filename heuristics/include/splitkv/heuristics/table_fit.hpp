@@ -1,14 +1,17 @@
 // The fitted lookup table behind `determine_num_splits`. Its axes are the quantities that
 // drive a split-KV decode, not the raw grid axes, so that shapes the sweep never saw land
 // on measured neighbours (heuristics/FIT.md, "Table"):
-//   x: CTAs before splitting, batch * num_kv_heads, in log2 buckets;
+//   x: CTAs before splitting, batch * num_kv_heads, in buckets of 1/R octave (R =
+//      cta_buckets_per_octave, 4 by default): how many CTAs a grid has against the SM count
+//      decides how whole its waves are, and that moves the best split count between powers
+//      of two (heuristics/FIT.md, "Why quarter-octave CTA buckets");
 //   y: tokens per sequence in log2 buckets: the real length (table `real_length`) or the
 //      cache capacity (table `capacity`, for callers that know no real length);
 //   one plane per head_dim class and per layout class (contiguous, then paged page-size
 //   classes), because those change the per-token cost and the CTAs per SM.
-// Bucket i holds values in [2^(i-1/2), 2^(i+1/2)): boundaries sit at geometric midpoints
-// between grid points. Beyond the table's edges a lookup clamps to the edge bucket, with one
-// exception: below the fewest CTAs measured, the split count doubles per missing bucket (up
+// Length bucket i holds values in [2^(i-1/2), 2^(i+1/2)) and CTA bucket k values in
+// [2^((k-1/2)/R), 2^((k+1/2)/R)): boundaries sit at geometric midpoints. Beyond the table's edges a lookup clamps to the edge bucket, with one
+// exception: below the fewest CTAs measured, the split count doubles per missing octave (up
 // to the most splits measured), which keeps batch * kv_heads * splits, the CTAs that fill
 // the GPU, what it was at the edge (cross-validation showed clamping there under-splits
 // 4x: heuristics/FIT.md, "Beyond the edges").
@@ -29,6 +32,15 @@ namespace splitkv::heuristics {
 // Integer-exact; the generated header does the same arithmetic.
 int log2_bucket(std::int64_t value);
 
+// round(R * log2(value)) with halves up, integer-exact: value >= 2^((k + 1/2) / R) goes to
+// bucket k + 1. R = 1 is log2_bucket. Values <= 1 give 0; values above 2^30 count as 2^30.
+int cta_bucket(std::int64_t value, int buckets_per_octave);
+// The R threshold mantissas cta_bucket compares against: ceil(2^30 * 2^((j - 1/2) / R)) for
+// j = 1..R. A value v = 2^i * f (1 <= f < 2) passes threshold j when (v << 30) >> i >= it.
+std::vector<std::uint64_t> cta_bucket_thresholds(int buckets_per_octave);
+// The CTA count at the centre of bucket k, rounded: what the header labels a column with.
+std::int64_t cta_bucket_center(int bucket, int buckets_per_octave);
+
 // Smallest integer t with t * t >= a * b: the geometric midpoint between two class values
 // (head_dims 64 and 128 -> 91; page sizes 16 and 64 -> 32). Values >= t join the upper class.
 int geometric_midpoint(int a, int b);
@@ -40,7 +52,8 @@ std::string_view to_string(LengthAxis axis);
 struct TableGrid {
   std::vector<int> head_dims;                   // one class per value, ascending
   std::vector<std::vector<int>> paged_classes;  // page sizes of each paged class, ascending
-  int cta_log2_min = 0;
+  int cta_buckets_per_octave = 1;  // R
+  int cta_bucket_min = 0;          // cta_bucket() of the fewest CTAs measured
   int cta_buckets = 1;
   int length_log2_min = 0;
   int length_buckets = 1;
@@ -52,7 +65,7 @@ struct TableGrid {
   int head_dim_class(int head_dim) const;
   int layout_class(int page_size) const;          // 0 for contiguous (page_size <= 0)
   int cta_index(std::int64_t ctas) const;         // clamped bucket index
-  int buckets_below(std::int64_t ctas) const;     // how far below the first CTA bucket (0 inside)
+  int octaves_below(std::int64_t ctas) const;     // whole octaves below the first CTA bucket, rounded up (0 inside)
   int length_index(std::int64_t tokens) const;    // clamped bucket index
 };
 
@@ -79,6 +92,9 @@ struct SplitTable {
 // Tokens a table keys on for a measured shape: context_len or capacity_tokens().
 int table_tokens(const MeasuredShape& shape, LengthAxis axis);
 
+// CTA resolutions fit_heuristic tries when FitOptions::cta_buckets_per_octave is 0, coarse first.
+inline constexpr int kCtaResolutions[] = {1, 2, 4};
+
 struct FitOptions {
   // A cell takes the fewest splits whose geomean time/oracle ratio is within this of the
   // cell's best; below the run-to-run noise, fewer splits are the safer pick.
@@ -86,6 +102,13 @@ struct FitOptions {
   // Page sizes get tables of their own only when that lowers the in-sample geomean regret
   // of the paged shapes by more than this; otherwise one paged table serves all page sizes.
   double page_size_split_min_gain = 0.005;
+  // R: CTA buckets per octave. 1 gives power-of-two buckets; finer buckets only pay where the
+  // sweep measured CTA counts between the powers of two (sweeps/full.json's ladder block).
+  // 0 (the default) lets fit_heuristic choose among kCtaResolutions by leave-one-batch-out
+  // regret; fit_split_table alone, with nothing to compare, takes the finest of them.
+  int cta_buckets_per_octave = 0;
+  // A finer CTA resolution must lower the leave-one-batch-out geomean regret by more than this.
+  double cta_resolution_min_gain = 0.002;
   // Fit per-dtype tables only to report what they would gain (FitNotes::dtype_checks).
   bool diagnose_dtypes = true;
 };
@@ -113,6 +136,13 @@ struct FitNotes {
     double geomean_own_table = 0;
   };
   std::vector<DtypeCheck> dtype_checks;
+  int cta_buckets_per_octave = 1;  // R the tables use
+  // With R chosen from the data: each tried R and its leave-one-batch-out geomean regret.
+  struct CtaResolutionCheck {
+    int buckets_per_octave = 1;
+    double leave_one_batch_out_geomean = 0;
+  };
+  std::vector<CtaResolutionCheck> cta_resolution_checks;
 };
 
 struct FittedHeuristic {

@@ -14,14 +14,15 @@
 //   shapes     2 measured shapes
 //
 // How a lookup works (rules: heuristics/FIT.md)
-//   x = CTAs before splitting, batch * num_kv_heads, as a log2 bucket: round(log2(x)),
-//       halves up, so bucket boundaries sit at geometric midpoints between grid points;
+//   x = CTAs before splitting, batch * num_kv_heads, in buckets of 1/1 octave:
+//       round(1 * log2(x)), halves up (boundaries at geometric midpoints), because how
+//       whole the CTA waves are on the SMs moves the best split between powers of two;
 //   y = tokens per sequence as a log2 bucket: the max real length (table `real_length`)
 //       or, when the caller knows none, the cache capacity (table `capacity`);
 //   the plane is picked by head_dim class (128; boundaries at geometric
 //       midpoints) and layout class (contiguous, or paged);
 //   x and y beyond the table's edges clamp to the edge bucket, except that below the fewest
-//       CTAs measured the answer doubles per missing bucket (same CTAs after splitting);
+//       CTAs measured the answer doubles per missing octave (same CTAs after splitting);
 //   the answer is capped at the 64-token tiles of the length (more splits hold no work).
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
@@ -57,12 +58,13 @@ struct ShapeInfo {
 
 namespace detail {
 
-inline constexpr int kRealCtaLog2Min = 3;     // first CTA bucket: 8 CTAs
+inline constexpr int kCtaBucketsPerOctave = 1;  // R: CTA buckets per doubling
+inline constexpr int kRealCtaBucketMin = 3;   // first CTA bucket: 8 CTAs
 inline constexpr int kRealCtaBuckets = 1;
 inline constexpr int kRealLengthLog2Min = 10;  // first length bucket: 1024 tokens
 inline constexpr int kRealLengthBuckets = 4;
 inline constexpr int kRealMaxSplits = 128;       // most splits measured
-inline constexpr int kCapacityCtaLog2Min = 3;     // first CTA bucket: 8 CTAs
+inline constexpr int kCapacityCtaBucketMin = 3;   // first CTA bucket: 8 CTAs
 inline constexpr int kCapacityCtaBuckets = 1;
 inline constexpr int kCapacityLengthLog2Min = 10;  // first length bucket: 1024 tokens
 inline constexpr int kCapacityLengthBuckets = 4;
@@ -90,6 +92,17 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int log2_bucket(long long value) {
   return i + (v * v >= (1ULL << (2 * i + 1)) ? 1 : 0);
 }
 
+// round(R * log2(value)) with halves up, for R = kCtaBucketsPerOctave: with value = 2^i * f
+// (1 <= f < 2), f's 30-bit mantissa is compared with 2^((j - 1/2) / R) for j = 1..R. Values
+// <= 1 give 0; values above 2^30 count as 2^30.
+SPLITKV_GENERATED_HOST_DEVICE constexpr int cta_bucket(long long value) {
+  const unsigned long long v = value <= 1 ? 1ULL
+                               : (value >= (1LL << 30) ? (1ULL << 30) : (unsigned long long)value);
+  const int i = floor_log2(v);
+  const unsigned long long m = (v << 30) >> i;
+  return kCtaBucketsPerOctave * i + (m >= 1518500250ULL ? 1 : 0);
+}
+
 SPLITKV_GENERATED_HOST_DEVICE constexpr int clamp_index(int value, int count) {
   return value < 0 ? 0 : (value >= count ? count - 1 : value);
 }
@@ -104,9 +117,11 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int layout_class(int page_size) {
 }
 
 // Below the fewest CTAs measured, keep batch * kv_heads * splits (the CTAs that fill the GPU)
-// where the table's edge had it: double the edge's answer per missing bucket, at most max_splits.
+// where the table's edge had it: double the edge's answer per missing octave (rounded up), at
+// most max_splits.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int scale_below_edge(int splits, int buckets_below, int max_splits) {
-  const int shift = buckets_below <= 0 ? 0 : (buckets_below >= 8 ? 8 : buckets_below);
+  const int octaves = buckets_below <= 0 ? 0 : (buckets_below + kCtaBucketsPerOctave - 1) / kCtaBucketsPerOctave;
+  const int shift = octaves >= 8 ? 8 : octaves;
   return (splits << shift) < max_splits ? (splits << shift) : max_splits;
 }
 
@@ -156,7 +171,7 @@ SPLITKV_GENERATED_HOST_DEVICE inline int capacity_splits(int head_dim_class, int
 
 SPLITKV_GENERATED_HOST_DEVICE inline int real_length_lookup(long long ctas, int head_dim, int max_seqlen,
                                                             int page_size) {
-  const int x = log2_bucket(ctas) - kRealCtaLog2Min;
+  const int x = cta_bucket(ctas) - kRealCtaBucketMin;
   const int y = clamp_index(log2_bucket(max_seqlen) - kRealLengthLog2Min, kRealLengthBuckets);
   const int splits = real_length_splits(head_dim_class(head_dim), layout_class(page_size), y,
                                         clamp_index(x, kRealCtaBuckets));
@@ -165,7 +180,7 @@ SPLITKV_GENERATED_HOST_DEVICE inline int real_length_lookup(long long ctas, int 
 
 SPLITKV_GENERATED_HOST_DEVICE inline int capacity_lookup(long long ctas, int head_dim, int cache_capacity,
                                                          int page_size) {
-  const int x = log2_bucket(ctas) - kCapacityCtaLog2Min;
+  const int x = cta_bucket(ctas) - kCapacityCtaBucketMin;
   const int y = clamp_index(log2_bucket(cache_capacity) - kCapacityLengthLog2Min, kCapacityLengthBuckets);
   const int splits = capacity_splits(head_dim_class(head_dim), layout_class(page_size), y,
                                      clamp_index(x, kCapacityCtaBuckets));
