@@ -9,6 +9,7 @@
 #include "splitkv/heuristics/baseline_policies.hpp"
 #include "splitkv/heuristics/device_policy_kernels.hpp"
 #include "splitkv/heuristics/fa3_dynamic_rule.hpp"
+#include "splitkv/heuristics/ragged_report.hpp"
 #include "splitkv/num_splits.hpp"
 #include "splitkv/split_partition.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
@@ -66,13 +67,7 @@ class AutoCustomizer final : public tuner::LaunchCustomizer {
     std::string name;
     const int sms = device_sm_count(&name);
     const NumSplitsPolicy policy = NumSplitsPolicy::for_device(name, sms);
-    NumSplitsShape s;
-    s.batch = shape.batch;
-    s.num_heads = shape.num_heads;
-    s.num_kv_heads = shape.num_kv_heads;
-    s.head_dim = shape.head_dim;
-    s.page_size = shape.layout == KvLayout::paged ? shape.page_size : 0;
-    policy.fill_splits_by_length(s, table_.splits, SplitsByLength::kBuckets);
+    policy.fill_splits_by_length(num_splits_shape(shape, false), table_.splits, SplitsByLength::kBuckets);
     bound_ = per_sequence_grid_bound(table_, params.capacity_tokens());
     return KernelOutcome::success();
   }

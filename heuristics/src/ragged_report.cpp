@@ -11,21 +11,21 @@ namespace {
 
 constexpr double kWithin = 1.05;
 
-NumSplitsShape runtime_shape(const MeasuredShape& s, bool with_max_length) {
-  NumSplitsShape shape;
-  shape.batch = s.point.batch;
-  shape.num_heads = s.point.num_heads;
-  shape.num_kv_heads = s.point.num_kv_heads;
-  shape.head_dim = s.point.head_dim;
-  shape.max_seqlen = with_max_length ? s.point.context_len : 0;
-  shape.cache_capacity = s.capacity_tokens();
-  shape.page_size = s.point.layout == KvLayout::paged ? s.point.page_size : 0;
-  return shape;
-}
-
 std::string number(double value, int digits) { return value > 0 ? fmt::format("{:.{}f}", value, digits) : ""; }
 
 }  // namespace
+
+NumSplitsShape num_splits_shape(const tuner::SweepPoint& point, bool with_max_length) {
+  NumSplitsShape shape;
+  shape.batch = point.batch;
+  shape.num_heads = point.num_heads;
+  shape.num_kv_heads = point.num_kv_heads;
+  shape.head_dim = point.head_dim;
+  shape.max_seqlen = with_max_length ? point.context_len : 0;
+  shape.cache_capacity = point.to_decode_params().capacity_tokens();
+  shape.page_size = point.layout == KvLayout::paged ? point.page_size : 0;
+  return shape;
+}
 
 const std::vector<std::string>& device_policy_kernel_names() {
   static const std::vector<std::string> names = {"splitkv_auto", "fa3_dynamic", "flashinfer_plan"};
@@ -67,10 +67,8 @@ std::vector<DeviceTimes> load_device_times(const std::string& path) {
 }
 
 bool is_capacity_scenario(const tuner::SweepPoint& point) {
-  const int capacity = point.layout == KvLayout::paged && point.page_size > 0
-                           ? point.block_table_width() * point.page_size
-                           : point.cache_capacity;
-  return point.length_distribution.kind == tuner::LengthKind::fixed && capacity > point.context_len;
+  return point.length_distribution.kind == tuner::LengthKind::fixed &&
+         point.to_decode_params().capacity_tokens() > point.context_len;
 }
 
 std::vector<Policy> ragged_host_policies(const NumSplitsPolicy& ours, int num_sms) {
@@ -80,12 +78,12 @@ std::vector<Policy> ragged_host_policies(const NumSplitsPolicy& ours, int num_sm
   }
   policies.push_back({"ours_host_max", "ours on the host: the runtime table at the batch's max length", false,
                       [ours](const MeasuredShape& s) {
-                        const int splits = ours(runtime_shape(s, true));
+                        const int splits = ours(num_splits_shape(s.point, true));
                         return PolicyPick{splits, splits};
                       }});
   policies.push_back({"ours_capacity_only", "ours on the host knowing only the capacity", false,
                       [ours](const MeasuredShape& s) {
-                        const int splits = ours(runtime_shape(s, false));
+                        const int splits = ours(num_splits_shape(s.point, false));
                         return PolicyPick{splits, splits};
                       }});
   for (Policy& p : reference_policies(num_sms)) {

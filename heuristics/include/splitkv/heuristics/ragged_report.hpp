@@ -31,6 +31,10 @@ struct DeviceTimes {
 std::vector<DeviceTimes> device_times_from_rows(const std::vector<tuner::ResultRow>& rows, const std::string& source);
 std::vector<DeviceTimes> load_device_times(const std::string& path);
 
+// What the runtime policy (num_splits.hpp) is asked for a sweep shape: its batch, heads,
+// head_dim, page size and capacity, and the max length (context_len) when `with_max_length`.
+NumSplitsShape num_splits_shape(const tuner::SweepPoint& point, bool with_max_length);
+
 // Fixed lengths in a cache larger than them: FA2's capacity scenario.
 bool is_capacity_scenario(const tuner::SweepPoint& point);
 
