@@ -2,7 +2,7 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [tests] [sanitize] [bench] [sweep] [fit] [peers] [all]    (default: all)
+#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [sweep] [fit] [peers] [all]    (default: all)
 #
 # Extra arguments for the bench go in SPLITKV_BENCH_ARGS. The sweep step runs the sweeps listed
 # in SPLITKV_SWEEPS (entries name:grid[:kernels[:VAR=value]], default: sweeps/quick.json twice as
@@ -26,6 +26,7 @@ trap pack_results EXIT
 steps=" ${*:-all} "
 wants() { [[ "$steps" == *" all "* || "$steps" == *" $1 "* ]]; }
 status=0
+summary=""   # one line per step, printed last
 section() { printf '\n=== %s (%s) ===\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 section "device"
@@ -48,17 +49,28 @@ if wants tests; then
   section "gpu tests"
   build-device/tests/splitkv_gpu_tests 2>&1 | tee "$LOG/gpu_tests.log" | grep -E "^\[ (randomized|  PASSED|  FAILED|  SKIPPED) |FAILED|Failure|error" | head -40
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  summary+=$(printf '\n%-28s %s' "gpu tests" "$(grep -E '^\[  (PASSED|FAILED) ' "$LOG/gpu_tests.log" | tr '\n' ' ')")
 fi
 
 if wants sanitize; then
   for tool in memcheck racecheck; do
     section "compute-sanitizer $tool"
     compute-sanitizer --tool "$tool" --error-exitcode 9 build-device/tests/splitkv_gpu_tests \
-      --gtest_filter="DecodeAttentionGpu.SanitizerSubset:DecodeAttentionGpu.EdgeLengths$([[ $tool == memcheck ]] && echo ':DecodeAttentionGpu.PerSequenceSplitsOnTheDevice')" >"$LOG/sanitizer_$tool.log" 2>&1
+      --gtest_filter="DecodeAttentionGpu.SanitizerSubset:DecodeAttentionGpu.EdgeLengths$([[ $tool == memcheck ]] && echo ':DecodeAttentionGpu.PerSequenceSplitsOnTheDevice:DecodeAttentionGpu.CudaGraphWithAutoSplitsServesChangingLengths:DevicePolicies.*')" >"$LOG/sanitizer_$tool.log" 2>&1
     rc=$?
     tail -3 "$LOG/sanitizer_$tool.log"
+    summary+=$(printf '\n%-28s exit %d, %s' "compute-sanitizer $tool" "$rc" "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer_$tool.log" | tail -1)")
     [[ $rc -eq 0 ]] || { echo "compute-sanitizer $tool: exit $rc"; status=1; }
   done
+fi
+
+if wants faults; then
+  section "GPU fault cases (tests/gpu/fault_cases.sh: OOM, launch failure, sticky illegal address)"
+  bash tests/gpu/fault_cases.sh build-device/cli/splitkv "$LOG/faults" >"$LOG/fault_cases.log" 2>&1
+  rc=$?
+  tail -24 "$LOG/fault_cases.log"
+  summary+=$(printf '\n%-28s %s' "fault cases" "$(tail -1 "$LOG/fault_cases.log") (exit $rc)")
+  [[ $rc -eq 0 ]] || status=1
 fi
 
 if wants bench; then
@@ -94,7 +106,9 @@ if wants sweep; then
     wait "$sweep_pid"
     rc=$?
     kill "$watchdog" 2>/dev/null
-    printf '%-28s exit %3d  %4ds  %s\n' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$LOG/sweep_$name.log")"
+    line=$(printf '%-28s exit %3d  %4ds  %s' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$LOG/sweep_$name.log")")
+    echo "$line"
+    summary+=$'\n'"sweep $line"
   done
 fi
 
@@ -115,4 +129,6 @@ if wants peers; then
     --out results/h200/peers.csv --groups "${SPLITKV_PEER_GROUPS:-anchors,capacity,head_dim,batch_sweep,context_sweep}" \
     --flex-groups "${SPLITKV_FLEX_GROUPS:-}" 2>&1 | tee "$LOG/peers.log" | cut -c1-220
 fi
+section "summary"
+echo "${summary#$'\n'}"
 exit $status

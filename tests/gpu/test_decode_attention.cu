@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu_test_support.cuh"
+#include "splitkv/split_partition.hpp"
 
 namespace splitkv {
 namespace {
@@ -274,6 +275,70 @@ TEST(DecodeAttentionGpu, CudaGraphReplayWithChangedLengths) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// num_splits = auto under a CUDA graph, both layouts: the graph is captured once with the grid
+// bound from the per-length table and the capacity, then replayed while cache_seqlens change
+// on the device. Capture runs in cudaStreamCaptureModeGlobal, where any host synchronisation
+// in the launch path (a cudaMemcpy of lengths, a cudaStreamSynchronize) fails the capture:
+// a successful capture is the proof that `auto` needs no sync.
+TEST(DecodeAttentionGpu, CudaGraphWithAutoSplitsServesChangingLengths) {
+  SPLITKV_REQUIRE_GPU();
+  for (const KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {
+    SCOPED_TRACE(layout == KvLayout::paged ? "paged16" : "contiguous");
+    ProblemShape shape;
+    shape.layout = layout;
+    shape.page_size = 16;
+    shape.batch = 5;
+    shape.num_heads = 32;
+    shape.num_kv_heads = 8;
+    shape.head_dim = 128;
+    shape.capacity = 8192;
+    shape.lengths = reference::LengthMode::explicit_;
+    shape.seqlens = {8192, 17, 1000, 2500, 64};
+    HostProblem problem = reference::random_problem(shape, 7);
+    // A table that splits long sequences more, as fitted tables do: 1 split up to ~256 tokens,
+    // then doubling per length doubling up to 32.
+    SplitsByLength table;
+    for (int i = 0; i < SplitsByLength::kBuckets; ++i) table.splits[i] = static_cast<unsigned char>(i <= 8 ? 1 : std::min(32, 1 << (i - 8)));
+    const int bound = per_sequence_grid_bound(table, shape.capacity);
+    ASSERT_EQ(bound, 32);
+    DeviceProblem device(problem, DType::bf16, bound);
+    ASSERT_TRUE(device.allocated());
+
+    cudaStream_t stream;
+    SPLITKV_CUDA_OK(cudaStreamCreate(&stream));
+    DecodeParams params = device.params(bound, true);
+    params.per_sequence_splits = true;
+    params.splits_by_length = table;
+    params.host_cache_seqlens = nullptr;  // the graph must not depend on host-side lengths
+    ASSERT_EQ(Status::ok, decode_attention(params, stream)) << last_error_message();  // one-time setup
+    SPLITKV_CUDA_OK(cudaStreamSynchronize(stream));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    SPLITKV_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    ASSERT_EQ(Status::ok, decode_attention(params, stream)) << last_error_message();
+    SPLITKV_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    SPLITKV_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+
+    for (const std::vector<int32_t>& lengths :
+         {std::vector<int32_t>{8192, 17, 1000, 2500, 64}, std::vector<int32_t>{1, 8000, 300, 0, 4096},
+          std::vector<int32_t>{5000, 5000, 5000, 5000, 5000}}) {
+      problem.seqlens = lengths;
+      device.upload_lengths();
+      device.poison();
+      SPLITKV_CUDA_OK(cudaGraphLaunch(exec, stream));
+      SPLITKV_CUDA_OK(cudaStreamSynchronize(stream));
+      std::vector<double> ref_out, ref_lse;
+      reference::attention(problem, ref_out, ref_lse);
+      const testing::ErrorSummary error = testing::compare(device.results().out, ref_out);
+      EXPECT_EQ(0u, error.unwritten);
+      EXPECT_LE(error.relative, 1e-2);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
 }
 
 // num_splits = auto: a per-length table chooses each sequence's splits on the device; ragged
