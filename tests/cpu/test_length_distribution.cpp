@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -9,7 +10,10 @@
 
 #include "splitkv/tuner/grid_spec.hpp"
 #include "splitkv/tuner/results_csv.hpp"
+#include "splitkv/tuner/sidecar.hpp"
 #include "splitkv/tuner/sweep_plan.hpp"
+#include "splitkv/tuner/sweep_runner.hpp"
+#include "fake_kernel.hpp"
 #include "tuner_test_support.hpp"
 
 namespace splitkv::tuner {
@@ -216,6 +220,50 @@ TEST(LengthDistribution, CsvRoundTripsTheNewSpellings) {
   }
   EXPECT_PRED2(contains, read_text(path), ",file:chat,2,");
   EXPECT_PRED2(contains, read_text(path), ",long_tail,2,");
+}
+
+TEST(LengthDistribution, SidecarRecordsLengthFilesAndResumeRefusesAChangedOne) {
+  ScopedTempDir dir;
+  testing::write_text(dir.file("chat.txt"), "# synthetic\n300\n40\n7\n");
+  testing::write_text(dir.file("grid.json"), R"({
+    "name": "t", "memory_budget_gb": 10,
+    "protocol": {"repetitions": 5, "min_working_set_l2_multiple": 3, "warmup_replays": 1, "min_time_s": 0},
+    "length_files": {"chat": "chat.txt"},
+    "layouts": [{"layout": "paged", "page_size": 16}], "dtypes": ["bf16"], "batch": [8],
+    "heads": [[32, 8]], "head_dim": [128], "context_len": [1024], "cache_capacity": ["x1"],
+    "length_distribution": ["file:chat"], "num_splits": [1, 2]
+  })");
+  SweepRunOptions options;
+  options.out_csv = dir.file("out.csv");
+  options.durability = Durability::write_only;
+  options.device.name = "Fake GPU";
+  options.device.l2_bytes = 1 << 20;
+  options.git_sha = "test";
+  std::ostringstream progress;
+  options.progress = &progress;
+  testing::FakeKernel kernel;
+  GridSpec grid = load_grid_file(dir.file("grid.json"));
+  SweepRunner(options).run(grid, expand_grid(grid), {&kernel}, testing::time_with_model);
+
+  const Sidecar sidecar = read_sidecar(sidecar_path_for(options.out_csv));
+  ASSERT_EQ(sidecar.length_files.count("chat"), 1u);
+  EXPECT_EQ(sidecar.length_files.at("chat").first, dir.file("chat.txt"));
+  EXPECT_EQ(sidecar.length_files.at("chat").second, grid.length_files.at("chat").sha256);
+  const std::vector<ResultRow> rows = read_results_csv(options.out_csv).rows;
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(to_string(rows[0].point.length_distribution), "file:chat");
+  EXPECT_EQ(rows[0].kv_bytes, expand_grid(grid).shapes.at(0).shape.kv_bytes());  // the real sum
+  EXPECT_LT(rows[0].kv_bytes, 2 * 8 * 1024 * 8 * 128 * 2);
+
+  testing::write_text(dir.file("chat.txt"), "300\n41\n");
+  grid = load_grid_file(dir.file("grid.json"));
+  options.resume = true;
+  try {
+    SweepRunner(options).run(grid, expand_grid(grid), {&kernel}, testing::time_with_model);
+    ADD_FAILURE() << "no error";
+  } catch (const SweepError& error) {
+    EXPECT_PRED2(contains, std::string(error.what()), "(\"chat\") changed since this CSV was started");
+  }
 }
 
 }  // namespace
