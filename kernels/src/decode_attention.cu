@@ -3,7 +3,6 @@
 #include "splitkv/decode_attention.hpp"
 
 #include <cmath>
-#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <string>
@@ -44,16 +43,6 @@ cudaError_t allow_shared_memory(const void* kernel, int bytes) {
   error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (error == cudaSuccess) done.insert({device, kernel});
   return error;
-}
-
-// Staggered tile walks (first_tile_of_walk) are on unless SPLITKV_STAGGER_TILE_WALKS=0: the
-// switch exists so one build can time both walks against each other (kernels/NOTES.md, v5).
-bool stagger_tile_walks() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("SPLITKV_STAGGER_TILE_WALKS");
-    return value == nullptr || std::string(value) != "0";
-  }();
-  return enabled;
 }
 
 // Programmatic dependent launch needs sm_90; older devices get plain stream order.
@@ -100,11 +89,11 @@ Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
     error = allow_shared_memory(split_kernel, shared_bytes);
     if (error != cudaSuccess)
       return fail(Status::cuda_error, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(error));
-    const dim3 grid(params.num_splits, params.batch * params.num_kv_heads);
+    const dim3 grid(params.batch * params.num_kv_heads, params.num_splits);
     error = launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>, grid,
                           dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
   } else {
-    const dim3 grid(params.num_splits, params.batch * params.num_heads);
+    const dim3 grid(params.batch * params.num_heads, params.num_splits);
     error = launch_kernel(kernels::decode_unpacked_gqa_kernel<Element, kHeadDim, kPaged>, grid,
                           dim3(kernels::kThreadsPerCta), 0, stream, args);
   }
@@ -250,7 +239,6 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.per_sequence_splits = params.per_sequence_splits ? 1 : 0;
   args.splits_by_length = params.splits_by_length;
   args.splits_per_sequence = params.splits_per_sequence;
-  args.stagger_tile_walks = stagger_tile_walks() ? 1 : 0;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;
 

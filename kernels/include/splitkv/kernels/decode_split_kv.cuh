@@ -47,20 +47,7 @@ struct DecodeKernelArgs {
   int per_sequence_splits;
   SplitsByLength splits_by_length;
   const int32_t* splits_per_sequence;
-  // Non-zero: each sequence walks its tiles from a hashed starting tile, wrapping around (see
-  // first_tile_of_walk). Zero: every walk starts at its range's first tile.
-  int stagger_tile_walks;
 };
-
-// Where a CTA starts walking its tiles. Online softmax does not care about the order, but DRAM
-// does: when every sequence starts at token 0 and advances in lockstep, the CTAs resident at one
-// moment read addresses that differ by multiples of the sequence stride (capacity x row bytes),
-// and some strides pile those reads onto few memory channels (kernels/NOTES.md, v5). Heads of one
-// sequence keep the same start, so their adjacent rows are still read together.
-__device__ __forceinline__ int first_tile_of_walk(const DecodeKernelArgs& args, int batch_index, int num_tiles) {
-  if (!args.stagger_tile_walks || num_tiles <= 1) return 0;
-  return static_cast<int>((static_cast<uint32_t>(batch_index) * 2654435761u) % static_cast<uint32_t>(num_tiles));
-}
 
 // Splits of this CTA's sequence: the fixed count, an explicit per-sequence count, or the tuned
 // per-length choice.
@@ -119,9 +106,12 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
 
-  const int split = blockIdx.x;
-  const int batch_index = blockIdx.y / args.num_kv_heads;
-  const int kv_head = blockIdx.y % args.num_kv_heads;
+  // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
+  // then split 1, and so on, so the CTAs that hold work are spread over all SMs and the surplus
+  // CTAs of a per-sequence grid bound (num_splits = auto) come last and exit (kernels/NOTES.md, v6).
+  const int split = blockIdx.y;
+  const int batch_index = blockIdx.x / args.num_kv_heads;
+  const int kv_head = blockIdx.x % args.num_kv_heads;
   const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
   const int splits = splits_of_sequence(args, batch_index, seqlen);
   const int live_splits = active_splits(seqlen, splits);
@@ -152,15 +142,10 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   }
 
   const int num_tiles = ceil_div(range.end - range.begin, kTokensPerTile);
-  const int walk_start = first_tile_of_walk(args, batch_index, num_tiles);
-  auto tile_at_step = [&](int step) {
-    const int tile = step + walk_start;
-    return tile >= num_tiles ? tile - num_tiles : tile;
-  };
   const Element* k_cache = static_cast<const Element*>(args.k);
   const Element* v_cache = static_cast<const Element*>(args.v);
-  auto load_tile = [&](int step, int stage) {
-    const int first_token = range.begin + tile_at_step(step) * kTokensPerTile;
+  auto load_tile = [&](int tile, int stage) {
+    const int first_token = range.begin + tile * kTokensPerTile;
 #pragma unroll
     for (int i = 0; i < Geometry::kChunksPerThread; ++i) {
       const int chunk = threadIdx.x + i * kThreadsPerCta;
@@ -205,7 +190,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     if (tile + kStages - 1 < num_tiles) load_tile(tile + kStages - 1, (tile + kStages - 1) % kStages);
     copy_async_commit();
 
-    const int warp_first_token = range.begin + tile_at_step(tile) * kTokensPerTile + warp * kTokensPerWarp;
+    const int warp_first_token = range.begin + tile * kTokensPerTile + warp * kTokensPerWarp;
     if (warp_first_token >= range.end) continue;
     const int stage_offset = (tile % kStages) * Geometry::kTileElements;
 

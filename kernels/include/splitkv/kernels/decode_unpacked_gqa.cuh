@@ -18,9 +18,9 @@ __global__ void __launch_bounds__(kThreadsPerCta) decode_unpacked_gqa_kernel(con
   wait_for_prerequisite_grids();
   allow_dependent_grids_to_launch();
 
-  const int split = blockIdx.x;
-  const int batch_index = blockIdx.y / args.num_heads;
-  const int head = blockIdx.y % args.num_heads;
+  const int split = blockIdx.y;  // the slow axis, as in decode_split_kv_kernel
+  const int batch_index = blockIdx.x / args.num_heads;
+  const int head = blockIdx.x % args.num_heads;
   const int kv_head = head / args.group_size;
   const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
   const int splits = splits_of_sequence(args, batch_index, seqlen);
