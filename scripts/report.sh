@@ -103,6 +103,11 @@ step() {
 step "fit $full" "$splitkv" fit "$full" --out "$stage/num_splits.hpp" --report "$stage/report"
 step "evaluate $full with $validation" "$splitkv" evaluate "$full" --validation "$validation" --out "$stage/report/regret.csv"
 step "compare $full" --show "$splitkv" compare "$full" --out "$stage/paged_vs_contiguous.csv" --capacity-out "$stage/capacity_scenario.csv"
+ragged=$results_dir/ragged.csv ragged_policies=$results_dir/ragged_policies.csv
+if [ -f "$ragged" ] && [ -f "$ragged_policies" ]; then
+  step "evaluate-ragged $ragged with $ragged_policies" "$splitkv" evaluate-ragged "$ragged" \
+    --policies-csv "$ragged_policies" --out "$stage/report/ragged.csv"
+fi
 step "plots and summary.md ($python)" "$python" scripts/plot_report.py --results "$full" --validation "$validation" --peers "$peers" \
   --regret "$stage/report/regret.csv" --regret-points "$stage/report/regret_points.csv" \
   --paged-vs-contiguous "$stage/paged_vs_contiguous.csv" --capacity "$stage/capacity_scenario.csv" \
