@@ -233,34 +233,24 @@ TEST(DecodeAttentionGpu, EdgeLengths) {
 
 // One graph captured at a fixed split count serves new lengths without re-capture: the lengths
 // live on the device and nothing in the call depends on them on the host.
-TEST(DecodeAttentionGpu, CudaGraphReplayWithChangedLengths) {
-  SPLITKV_REQUIRE_GPU();
-  ProblemShape shape;
-  shape.batch = 4;
-  shape.num_heads = 32;
-  shape.num_kv_heads = 8;
-  shape.head_dim = 128;
-  shape.capacity = 4096;
-  shape.lengths = reference::LengthMode::explicit_;
-  shape.seqlens = {4096, 17, 1000, 2500};
-  HostProblem problem = reference::random_problem(shape, 42);
-  DeviceProblem device(problem, DType::bf16, 32);
-  ASSERT_TRUE(device.allocated());
-
+// Captures one decode step into a CUDA graph (global capture mode: any host synchronisation in
+// the launch path fails the capture), then replays it once per entry of `length_sets`, each
+// written to the device's cache_seqlens first, and checks every output against the float64
+// reference with poisoned outputs.
+void expect_one_graph_serves_all_lengths(HostProblem& problem, DeviceProblem& device, DecodeParams params,
+                                         const std::vector<std::vector<int32_t>>& length_sets) {
   cudaStream_t stream;
   SPLITKV_CUDA_OK(cudaStreamCreate(&stream));
-  DecodeParams params = device.params(32, true);
-  params.host_cache_seqlens = nullptr;
+  params.host_cache_seqlens = nullptr;  // the graph must not depend on host-side lengths
   ASSERT_EQ(Status::ok, decode_attention(params, stream)) << last_error_message();  // one-time setup
+  SPLITKV_CUDA_OK(cudaStreamSynchronize(stream));
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   SPLITKV_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   ASSERT_EQ(Status::ok, decode_attention(params, stream)) << last_error_message();
   SPLITKV_CUDA_OK(cudaStreamEndCapture(stream, &graph));
   SPLITKV_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-
-  for (const std::vector<int32_t>& lengths : {std::vector<int32_t>{4096, 17, 1000, 2500},
-                                              std::vector<int32_t>{1, 4000, 64, 0}}) {
+  for (const std::vector<int32_t>& lengths : length_sets) {
     problem.seqlens = lengths;
     device.upload_lengths();
     device.poison();
@@ -275,6 +265,23 @@ TEST(DecodeAttentionGpu, CudaGraphReplayWithChangedLengths) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+TEST(DecodeAttentionGpu, CudaGraphReplayWithChangedLengths) {
+  SPLITKV_REQUIRE_GPU();
+  ProblemShape shape;
+  shape.batch = 4;
+  shape.num_heads = 32;
+  shape.num_kv_heads = 8;
+  shape.head_dim = 128;
+  shape.capacity = 4096;
+  shape.lengths = reference::LengthMode::explicit_;
+  shape.seqlens = {4096, 17, 1000, 2500};
+  HostProblem problem = reference::random_problem(shape, 42);
+  DeviceProblem device(problem, DType::bf16, 32);
+  ASSERT_TRUE(device.allocated());
+  expect_one_graph_serves_all_lengths(problem, device, device.params(32, true),
+                                      {{4096, 17, 1000, 2500}, {1, 4000, 64, 0}});
 }
 
 // num_splits = auto under a CUDA graph, both layouts: the graph is captured once with the grid
@@ -305,39 +312,11 @@ TEST(DecodeAttentionGpu, CudaGraphWithAutoSplitsServesChangingLengths) {
     ASSERT_EQ(bound, 32);
     DeviceProblem device(problem, DType::bf16, bound);
     ASSERT_TRUE(device.allocated());
-
-    cudaStream_t stream;
-    SPLITKV_CUDA_OK(cudaStreamCreate(&stream));
     DecodeParams params = device.params(bound, true);
     params.per_sequence_splits = true;
     params.splits_by_length = table;
-    params.host_cache_seqlens = nullptr;  // the graph must not depend on host-side lengths
-    ASSERT_EQ(Status::ok, decode_attention(params, stream)) << last_error_message();  // one-time setup
-    SPLITKV_CUDA_OK(cudaStreamSynchronize(stream));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    SPLITKV_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    ASSERT_EQ(Status::ok, decode_attention(params, stream)) << last_error_message();
-    SPLITKV_CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    SPLITKV_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-
-    for (const std::vector<int32_t>& lengths :
-         {std::vector<int32_t>{8192, 17, 1000, 2500, 64}, std::vector<int32_t>{1, 8000, 300, 0, 4096},
-          std::vector<int32_t>{5000, 5000, 5000, 5000, 5000}}) {
-      problem.seqlens = lengths;
-      device.upload_lengths();
-      device.poison();
-      SPLITKV_CUDA_OK(cudaGraphLaunch(exec, stream));
-      SPLITKV_CUDA_OK(cudaStreamSynchronize(stream));
-      std::vector<double> ref_out, ref_lse;
-      reference::attention(problem, ref_out, ref_lse);
-      const testing::ErrorSummary error = testing::compare(device.results().out, ref_out);
-      EXPECT_EQ(0u, error.unwritten);
-      EXPECT_LE(error.relative, 1e-2);
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
+    expect_one_graph_serves_all_lengths(problem, device, params,
+                                        {{8192, 17, 1000, 2500, 64}, {1, 8000, 300, 0, 4096}, {5000, 5000, 5000, 5000, 5000}});
   }
 }
 
