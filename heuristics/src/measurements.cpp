@@ -209,6 +209,8 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
     MeasuredShape& entry = by_shape[shape_key];
     entry.kernel = row.kernel;
     entry.point = shape;
+    const std::int64_t bytes_per_token = 2LL * shape.num_kv_heads * shape.head_dim * tuner::bytes_per_element(shape.dtype);
+    entry.total_tokens = row.kv_bytes > 0 && bytes_per_token > 0 ? row.kv_bytes / bytes_per_token : shape.total_tokens();
     entry.timings.push_back({row.point.num_splits, row.time_us_median, row.cv, csv.row_lines[i]});
   }
   for (auto& [key, shape] : by_shape) {

@@ -31,6 +31,15 @@ int splitkv_num_splits(const char* device_name, int sm_count, int batch, int num
   return policy(shape_of(batch, num_heads, num_kv_heads, head_dim, max_seqlen, cache_capacity, page_size));
 }
 
+int splitkv_num_splits_ragged(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,
+                              int head_dim, int max_seqlen, long long total_seqlen, int cache_capacity,
+                              int page_size) {
+  const auto policy = splitkv::NumSplitsPolicy::for_device(device_name ? device_name : "", sm_count);
+  splitkv::NumSplitsShape shape = shape_of(batch, num_heads, num_kv_heads, head_dim, max_seqlen, cache_capacity, page_size);
+  shape.total_seqlen = total_seqlen;
+  return policy(shape);
+}
+
 int splitkv_splits_by_length(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,
                              int head_dim, int page_size, unsigned char* splits, int buckets) {
   if (splits == nullptr || buckets < 1) return -1;

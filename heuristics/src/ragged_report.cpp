@@ -81,6 +81,14 @@ std::vector<Policy> ragged_host_policies(const NumSplitsPolicy& ours, int num_sm
                         const int splits = ours(num_splits_shape(s.point, true));
                         return PolicyPick{splits, splits};
                       }});
+  policies.push_back({"ours_host_total", "ours on the host knowing the max and the total real length "
+                      "(the table asked about the batch of max-length sequences doing the same work)", false,
+                      [ours](const MeasuredShape& s) {
+                        NumSplitsShape shape = num_splits_shape(s.point, true);
+                        shape.total_seqlen = s.total_tokens;
+                        const int splits = ours(shape);
+                        return PolicyPick{splits, splits};
+                      }});
   policies.push_back({"ours_capacity_only", "ours on the host knowing only the capacity", false,
                       [ours](const MeasuredShape& s) {
                         const int splits = ours(num_splits_shape(s.point, false));
@@ -210,7 +218,8 @@ std::string ragged_markdown(const RaggedEvaluation& e, const std::vector<RaggedS
   std::string out = "# Ragged batches and the capacity scenario: device-side split policies\n\n";
   out += provenance;
   out += "\nRegret = time / the fastest single split count of kernel `splitkv` on the same shape (the oracle). "
-         "Host policies (`ours_host_max`: our runtime table at the batch's max length; `ours_capacity_only`; "
+         "Host policies (`ours_host_max`: our runtime table at the batch's max length; `ours_host_total`: the same "
+         "table asked about total length / max length sequences of the max length; `ours_capacity_only`; "
          "`fa2_capacity`: FlashAttention 2's heuristic on the capacity, timed at the splits that overlap the real "
          "length) are timed on splitkv's rows at the count they pick. Device policies (`splitkv_auto`, `fa3_dynamic`, "
          "`flashinfer_plan`) are measured kernels; a per-sequence schedule can beat every single count, so their "

@@ -51,6 +51,30 @@ TEST(NumSplitsPolicy, MatchesNameAndSmCount) {
   EXPECT_STREQ(to_string(NumSplitsSource::one_wave_fallback), "one_wave_fallback");
 }
 
+TEST(NumSplitsPolicy, RaggedBatchesAskAboutTheirEffectiveBatch) {
+  // total / max rounded to nearest, within [1, batch]; unknown total or max: the batch itself.
+  NumSplitsShape s{16, 32, 8, 128, 8192, 8192, 0};
+  EXPECT_EQ(effective_batch(s), 16);
+  s.total_seqlen = 8192 + 15 * 100;  // one long sequence, fifteen short: 1.18 long ones of work
+  EXPECT_EQ(effective_batch(s), 1);
+  s.total_seqlen = 8192 * 5 + 4096;  // 5.5: halves round up
+  EXPECT_EQ(effective_batch(s), 6);
+  s.total_seqlen = 8192LL * 40;      // more than the batch (inconsistent input): the batch
+  EXPECT_EQ(effective_batch(s), 16);
+  s.total_seqlen = 1;
+  EXPECT_EQ(effective_batch(s), 1);
+  s.max_seqlen = 0;                  // no max length: nothing to compare the total with
+  EXPECT_EQ(effective_batch(s), 16);
+
+  // The policy passes the effective batch to the real-length table (fake: 1000 + batch + ...).
+  const GeneratedTable tables[] = {{"fake", "NVIDIA Fake", 100, &fake_real, &fake_capacity}};
+  const auto policy = NumSplitsPolicy::for_device("NVIDIA Fake", 100, GeneratedTableList{tables, 1});
+  NumSplitsShape ragged{16, 32, 8, 128, 8192, 8192, 0};
+  const int whole = policy(ragged);
+  ragged.total_seqlen = 8192 + 15 * 100;
+  EXPECT_EQ(policy(ragged), whole - 15);
+}
+
 TEST(NumSplitsPolicy, CompiledInTables) {
   const GeneratedTableList tables = compiled_in_tables();
 #if defined(SPLITKV_HAS_GENERATED_TABLE_H200)

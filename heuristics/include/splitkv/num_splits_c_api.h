@@ -14,6 +14,13 @@ extern "C" {
 int splitkv_num_splits(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,
                        int head_dim, int max_seqlen, int cache_capacity, int page_size);
 
+/* The same for a ragged batch whose real lengths sum to total_seqlen (with max_seqlen > 0): the
+ * table is asked about the batch of max-length sequences doing that work (effective_batch in
+ * splitkv/num_splits.hpp). total_seqlen 0 gives splitkv_num_splits. */
+int splitkv_num_splits_ragged(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,
+                              int head_dim, int max_seqlen, long long total_seqlen, int cache_capacity,
+                              int page_size);
+
 /* Fills `buckets` entries (the kernels' SplitsByLength row, bucket i = lengths nearest 2^i) for
  * per-sequence split choice on the device. Returns 0, or -1 on bad arguments. */
 int splitkv_splits_by_length(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,

@@ -37,6 +37,9 @@ struct MeasuredShape {
   std::string kernel;
   tuner::SweepPoint point;            // the shape; point.num_splits is meaningless (kept 0)
   std::vector<SplitTiming> timings;   // ascending num_splits, never empty
+  // Sum of the real lengths, from the rows' kv_bytes (a file-drawn ragged batch cannot be
+  // regenerated without its length file; kv_bytes holds what the sweep read).
+  std::int64_t total_tokens = 0;
 
   int kv_tiles() const;               // 64-token tiles of the real length
   int capacity_tokens() const;        // what FA's seqlen_k is: capacity, or block-table width x page size
