@@ -258,12 +258,8 @@ int ParsedSplitTable::lookup(int batch, int num_kv_heads, int head_dim, int toke
   for (int t : page_size_thresholds) layout += page_size >= t ? 1 : 0;
   layout = clamp_index(layout, layout_classes);
   const int row = row_of[(std::size_t(hd_class) * layout_classes + layout) * length_buckets + y];
-  const int splits = rows[std::size_t(row)][std::size_t(clamp_index(x, cta_buckets))];
-  const int octaves_below = x >= 0 ? 0 : (-x + cta_buckets_per_octave - 1) / cta_buckets_per_octave;
-  const int shift = std::min(octaves_below, 8);
-  const int scaled = std::min(splits << shift, max_splits);
-  const std::int64_t tiles = tokens <= 0 ? 0 : (std::int64_t(tokens) + 63) / 64;
-  return scaled <= tiles ? scaled : (tiles > 1 ? int(tiles) : 1);
+  const int cell = rows[std::size_t(row)][std::size_t(clamp_index(x, cta_buckets))];
+  return scale_below_edge_and_cap(cell, octaves_below(-x, cta_buckets_per_octave), max_splits, tokens);
 }
 
 bool GeneratedHeader::is_table_line(int line) const {

@@ -72,6 +72,17 @@ std::int64_t cta_bucket_center(int bucket, int buckets_per_octave) {
   return std::int64_t(std::llround(std::pow(2.0, double(bucket) / buckets_per_octave)));
 }
 
+int octaves_below(int buckets_below, int buckets_per_octave) {
+  return buckets_below <= 0 ? 0 : (buckets_below + buckets_per_octave - 1) / buckets_per_octave;
+}
+
+int scale_below_edge_and_cap(int cell_splits, int octaves_below, int max_splits, std::int64_t tokens) {
+  const std::int64_t scaled =
+      std::min<std::int64_t>(std::int64_t(cell_splits) << std::clamp(octaves_below, 0, 8), max_splits);
+  const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
+  return int(std::max<std::int64_t>(1, std::min(scaled, tiles)));
+}
+
 int geometric_midpoint(int a, int b) {
   const std::int64_t product = std::int64_t(a) * b;
   std::int64_t t = std::int64_t(std::sqrt(double(product)));
@@ -117,8 +128,7 @@ int TableGrid::cta_index(std::int64_t ctas) const {
 }
 
 int TableGrid::octaves_below(std::int64_t ctas) const {
-  const int below = cta_bucket_min - cta_bucket(ctas, cta_buckets_per_octave);
-  return below <= 0 ? 0 : (below + cta_buckets_per_octave - 1) / cta_buckets_per_octave;
+  return heuristics::octaves_below(cta_bucket_min - cta_bucket(ctas, cta_buckets_per_octave), cta_buckets_per_octave);
 }
 
 int TableGrid::length_index(std::int64_t tokens) const {
@@ -133,13 +143,9 @@ std::size_t SplitTable::index(int hd, int lay, int y, int x) const {
 
 int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, int page_size) const {
   const std::int64_t ctas = std::int64_t(std::max(batch, 1)) * std::max(num_kv_heads, 1);
-  std::int64_t s = splits[index(grid.head_dim_class(head_dim), grid.layout_class(page_size),
+  const int cell = splits[index(grid.head_dim_class(head_dim), grid.layout_class(page_size),
                                 grid.length_index(tokens), grid.cta_index(ctas))];
-  // Below the fewest CTAs measured: double per missing octave, at most max_splits.
-  const int below = grid.octaves_below(ctas);
-  s = std::min<std::int64_t>(s << std::min(below, 8), max_splits);
-  const std::int64_t tiles = (std::int64_t(std::max(tokens, 0)) + 63) / 64;
-  return int(std::max<std::int64_t>(1, std::min<std::int64_t>(s, tiles)));
+  return scale_below_edge_and_cap(cell, grid.octaves_below(ctas), max_splits, tokens);
 }
 
 int table_tokens(const MeasuredShape& shape, LengthAxis axis) {

@@ -41,6 +41,14 @@ std::vector<std::uint64_t> cta_bucket_thresholds(int buckets_per_octave);
 // The CTA count at the centre of bucket k, rounded: what the header labels a column with.
 std::int64_t cta_bucket_center(int bucket, int buckets_per_octave);
 
+// Whole octaves (rounded up) that `buckets_below` CTA buckets of 1/R octave make; 0 when <= 0.
+int octaves_below(int buckets_below, int buckets_per_octave);
+
+// What a lookup does after reading its cell (the generated header's scale_below_edge and
+// cap_at_tiles): double the cell's split count per octave below the fewest CTAs measured (at
+// most 8 doublings, at most max_splits), then cap at the 64-token tiles of `tokens`, at least 1.
+int scale_below_edge_and_cap(int cell_splits, int octaves_below, int max_splits, std::int64_t tokens);
+
 // Smallest integer t with t * t >= a * b: the geometric midpoint between two class values
 // (head_dims 64 and 128 -> 91; page sizes 16 and 64 -> 32). Values >= t join the upper class.
 int geometric_midpoint(int a, int b);
