@@ -144,17 +144,17 @@ class Splitkv:
         f = self.lib.splitkv_decode_attention_per_sequence
         f.restype = ctypes.c_int
         f.argtypes = [ctypes.c_int] * 11 + [ctypes.c_float] + [ctypes.c_void_p] * 11
-        self.buckets = self.lib.splitkv_length_buckets()
-        self.lib.splitkv_per_sequence_grid_bound.restype = ctypes.c_int
-        self.lib.splitkv_per_sequence_grid_bound.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        self.auto_table_bytes = self.lib.splitkv_auto_table_bytes()
+        self.lib.splitkv_auto_grid_bound.restype = ctypes.c_int
+        self.lib.splitkv_auto_grid_bound.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
         self.heuristic = None
         if heuristic_path:
             h = self.heuristic = ctypes.CDLL(heuristic_path)
             h.splitkv_num_splits.restype = ctypes.c_int
             h.splitkv_num_splits.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 8
-            h.splitkv_splits_by_length.restype = ctypes.c_int
-            h.splitkv_splits_by_length.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p,
-                                                                                             ctypes.c_int]
+            h.splitkv_auto_splits_table.restype = ctypes.c_int
+            h.splitkv_auto_splits_table.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 5 + [ctypes.c_void_p,
+                                                                                              ctypes.c_int]
             h.splitkv_fa2_num_splits.restype = ctypes.c_int
             h.splitkv_fa2_num_splits.argtypes = [ctypes.c_int] * 6
             h.splitkv_fa2_splits_with_work.restype = ctypes.c_int
@@ -174,12 +174,15 @@ class Splitkv:
         return chosen, self.heuristic.splitkv_fa2_splits_with_work(s.capacity, s.context_len, chosen)
 
     def auto_caller(self, s, buffers, gpu_name, sm_count):
-        """num_splits = auto: the table's per-length choice, looked up on the device per sequence; the
-        grid is the table's largest entry for lengths up to the capacity (no length read on the host)."""
-        table = (ctypes.c_ubyte * self.buckets)()
-        self.heuristic.splitkv_splits_by_length(gpu_name.encode(), sm_count, s.batch, s.num_heads, s.num_kv_heads,
-                                                s.head_dim, 0, table, self.buckets)
-        bound = self.lib.splitkv_per_sequence_grid_bound(table, s.capacity)
+        """num_splits = auto: the table's choice for the batch's effective batch and max length, looked up
+        on the device from cache_seqlens; the bound is the table's largest entry for batches up to
+        s.batch and lengths up to the capacity (no length read on the host)."""
+        table = (ctypes.c_ubyte * self.auto_table_bytes)()
+        rc = self.heuristic.splitkv_auto_splits_table(gpu_name.encode(), sm_count, s.num_heads, s.num_kv_heads,
+                                                      s.head_dim, 0, table, self.auto_table_bytes)
+        if rc != 0:
+            raise RuntimeError("splitkv_auto_splits_table failed")
+        bound = self.lib.splitkv_auto_grid_bound(table, s.batch, s.capacity)
         self._ensure_workspace(s, bound)
         capacity = buffers.slot_tokens
 

@@ -2,7 +2,10 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [sweep] [fit] [peers] [all]    (default: all)
+#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [probe] [sweep] [fit] [peers] [all]    (default: all)
+#
+# probe records which SM each CTA of a decode-shaped grid lands on (tuner/bench/cta_placement_probe.cu)
+# into results/h200/experiments/cta_placement.csv with a sidecar.
 #
 # Extra arguments for the bench go in SPLITKV_BENCH_ARGS. The sweep step runs the sweeps listed
 # in SPLITKV_SWEEPS (entries name:grid[:kernels[:VAR=value]], default: sweeps/quick.json twice as
@@ -39,6 +42,7 @@ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITKV_CUDA_AR
   >"$LOG/configure.log" 2>&1 || { tail -40 "$LOG/configure.log"; exit 1; }
 targets="splitkv_gpu_tests splitkv_c splitkv splitkv_heuristics_c ${SPLITKV_EXTRA_TARGETS:-}"
 wants bench && targets="$targets decode_kernel_bench"
+wants probe && targets="$targets cta_placement_probe"
 if ! cmake --build build-device -j "$(nproc)" --target $targets >"$LOG/build.log" 2>&1; then
   grep -E "error|Error" -A3 "$LOG/build.log" | head -60
   exit 1
@@ -56,7 +60,7 @@ if wants sanitize; then
   for tool in memcheck racecheck; do
     section "compute-sanitizer $tool"
     compute-sanitizer --tool "$tool" --error-exitcode 9 build-device/tests/splitkv_gpu_tests \
-      --gtest_filter="DecodeAttentionGpu.SanitizerSubset:DecodeAttentionGpu.EdgeLengths$([[ $tool == memcheck ]] && echo ':DecodeAttentionGpu.PerSequenceSplitsOnTheDevice:DecodeAttentionGpu.CudaGraphWithAutoSplitsServesChangingLengths:DevicePolicies.*')" >"$LOG/sanitizer_$tool.log" 2>&1
+      --gtest_filter="DecodeAttentionGpu.SanitizerSubset:DecodeAttentionGpu.EdgeLengths$([[ $tool == memcheck ]] && echo ':DecodeAttentionGpu.PerSequenceSplitsOnTheDevice:DecodeAttentionGpu.PerSequenceSplitsAcrossManySequences:DecodeAttentionGpu.CudaGraphWithAutoSplitsServesChangingLengths:DevicePolicies.*')" >"$LOG/sanitizer_$tool.log" 2>&1
     rc=$?
     tail -3 "$LOG/sanitizer_$tool.log"
     summary+=$(printf '\n%-28s exit %d, %s' "compute-sanitizer $tool" "$rc" "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer_$tool.log" | tail -1)")
@@ -79,6 +83,23 @@ if wants bench; then
     ${SPLITKV_BENCH_ARGS:-} 2>&1 | tee "$LOG/bench.log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
+if wants probe; then
+  section "CTA placement probe"
+  mkdir -p results/h200/experiments
+  probe_csv=results/h200/experiments/cta_placement.csv
+  started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  build-device/tuner/cta_placement_probe --out "$probe_csv" 2>&1 | tee "$LOG/probe.log"
+  rc=${PIPESTATUS[0]}
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | {
+    IFS=, read -r gpu driver
+    printf '{\n  "what": "tuner/bench/cta_placement_probe --out %s",\n  "device": "%s",\n  "driver": "%s",\n  "git_sha": "%s",\n  "started_utc": "%s",\n  "finished_utc": "%s",\n  "exit_status": %d\n}\n' \
+      "$probe_csv" "$gpu" "${driver# }" "${SPLITKV_GIT_SHA:-unknown}" "$started" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$rc" \
+      >"${probe_csv%.csv}.json"
+  }
+  summary+=$(printf '\n%-28s exit %d' "CTA placement probe" "$rc")
+  [[ $rc -eq 0 ]] || status=1
+fi
+
 deadline=${SPLITKV_DEADLINE:-560}   # seconds into this script by which everything must be done
 
 if wants sweep; then

@@ -2,3 +2,6 @@
 # Included from tuner/CMakeLists.txt when CUDA is enabled.
 add_executable(decode_kernel_bench ${CMAKE_CURRENT_LIST_DIR}/bench/decode_kernel_bench.cu)
 target_link_libraries(decode_kernel_bench PRIVATE splitkv_tuner splitkv_kernels splitkv_reference)
+
+# Records which SM each CTA of a decode-shaped grid lands on (kernels/NOTES.md, v7).
+add_executable(cta_placement_probe ${CMAKE_CURRENT_LIST_DIR}/bench/cta_placement_probe.cu)

@@ -60,27 +60,27 @@ DecodeShape host_shape(const SweepPoint& shape, int num_sms) {
   return decode_shape(measured, num_sms);
 }
 
-// num_splits = auto with our table: the per-length row for this shape, grid bounded by it.
+// num_splits = auto with our table (filled once per shape), grid bounded by its largest entry.
 class AutoCustomizer final : public tuner::LaunchCustomizer {
  public:
   KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>&, const DecodeParams& params) override {
     std::string name;
     const int sms = device_sm_count(&name);
     const NumSplitsPolicy policy = NumSplitsPolicy::for_device(name, sms);
-    policy.fill_splits_by_length(num_splits_shape(shape, false), table_.splits, SplitsByLength::kBuckets);
-    bound_ = per_sequence_grid_bound(table_, params.capacity_tokens());
+    policy.fill_auto_splits(num_splits_shape(shape, false), table_);
+    bound_ = auto_grid_bound(table_, shape.batch, params.capacity_tokens());
     return KernelOutcome::success();
   }
   KernelOutcome before_launch(DecodeParams& params, void*) override {
     params.per_sequence_splits = true;
-    params.splits_by_length = table_;
+    params.auto_splits = table_;
     params.num_splits = std::max(1, std::min(params.num_splits, bound_));
     return KernelOutcome::success();
   }
   void release() override {}
 
  private:
-  SplitsByLength table_;
+  AutoSplitsTable table_;
   int bound_ = 1;
 };
 
@@ -169,7 +169,8 @@ int enqueue_fa3_dynamic_prepare(const std::int32_t* device_lengths, int batch, c
 
 void register_device_policy_kernels(tuner::KernelRegistry& registry) {
   add<AutoCustomizer>(registry, "splitkv_auto",
-                      "splitkv with num_splits = auto: per-sequence splits from this GPU's table by real length; "
+                      "splitkv with num_splits = auto: the split count this GPU's table gives the batch's effective batch "
+                      "and max real length, chosen on the device; "
                       "num_splits is the graph's cap");
   add<Fa3DynamicCustomizer>(registry, "fa3_dynamic",
                             "splitkv with FlashAttention 3's dynamic per-sequence rule computed on the device; "

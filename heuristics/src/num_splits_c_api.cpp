@@ -1,5 +1,6 @@
 #include "splitkv/num_splits_c_api.h"
 
+#include <cstring>
 #include <string_view>
 
 #include "splitkv/heuristics/baseline_policies.hpp"
@@ -40,11 +41,13 @@ int splitkv_num_splits_ragged(const char* device_name, int sm_count, int batch, 
   return policy(shape);
 }
 
-int splitkv_splits_by_length(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,
-                             int head_dim, int page_size, unsigned char* splits, int buckets) {
-  if (splits == nullptr || buckets < 1) return -1;
+int splitkv_auto_splits_table(const char* device_name, int sm_count, int num_heads, int num_kv_heads, int head_dim,
+                              int page_size, unsigned char* table, int bytes) {
+  splitkv::AutoSplitsTable filled;
+  if (table == nullptr || bytes != static_cast<int>(sizeof(filled.splits))) return -1;
   const auto policy = splitkv::NumSplitsPolicy::for_device(device_name ? device_name : "", sm_count);
-  policy.fill_splits_by_length(shape_of(batch, num_heads, num_kv_heads, head_dim, 0, 0, page_size), splits, buckets);
+  policy.fill_auto_splits(shape_of(1, num_heads, num_kv_heads, head_dim, 0, 0, page_size), filled);
+  std::memcpy(table, filled.splits, sizeof(filled.splits));
   return 0;
 }
 

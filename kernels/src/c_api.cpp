@@ -37,7 +37,7 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
                                           int num_pages, int num_splits, float softmax_scale, const void* q,
                                           const void* k, const void* v, const int32_t* cache_seqlens,
                                           const int32_t* block_table, void* out, float* lse, void* workspace,
-                                          const unsigned char* splits_by_length,
+                                          const unsigned char* auto_splits_table,
                                           const int32_t* splits_per_sequence, void* stream) {
   splitkv::DecodeParams params = make_params(layout, dtype, batch, num_heads, num_kv_heads, head_dim, num_splits);
   params.cache_capacity = cache_capacity;
@@ -54,9 +54,9 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
   params.lse = lse;
   params.workspace = workspace;
   params.splits_per_sequence = splits_per_sequence;
-  params.per_sequence_splits = splits_by_length != nullptr || splits_per_sequence != nullptr;
-  if (splits_by_length != nullptr)
-    std::memcpy(params.splits_by_length.splits, splits_by_length, splitkv::SplitsByLength::kBuckets);
+  params.per_sequence_splits = auto_splits_table != nullptr || splits_per_sequence != nullptr;
+  if (auto_splits_table != nullptr)
+    std::memcpy(params.auto_splits.splits, auto_splits_table, sizeof(params.auto_splits.splits));
   return static_cast<int>(splitkv::decode_attention(params, static_cast<cudaStream_t>(stream)));
 }
 
@@ -71,13 +71,13 @@ int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, in
                                                workspace, nullptr, nullptr, stream);
 }
 
-int splitkv_length_buckets(void) { return splitkv::SplitsByLength::kBuckets; }
+int splitkv_auto_table_bytes(void) { return static_cast<int>(sizeof(splitkv::AutoSplitsTable{}.splits)); }
 
-int splitkv_per_sequence_grid_bound(const unsigned char* splits_by_length, int cache_capacity) {
-  if (splits_by_length == nullptr) return 1;
-  splitkv::SplitsByLength table;
-  std::memcpy(table.splits, splits_by_length, splitkv::SplitsByLength::kBuckets);
-  return splitkv::per_sequence_grid_bound(table, cache_capacity);
+int splitkv_auto_grid_bound(const unsigned char* auto_splits_table, int batch, int cache_capacity) {
+  if (auto_splits_table == nullptr) return 1;
+  splitkv::AutoSplitsTable table;
+  std::memcpy(table.splits, auto_splits_table, sizeof(table.splits));
+  return splitkv::auto_grid_bound(table, batch, cache_capacity);
 }
 
 const char* splitkv_last_error(void) { return splitkv::last_error_message(); }

@@ -3,7 +3,10 @@
 #include "splitkv/decode_attention.hpp"
 
 #include <cmath>
+#include <algorithm>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <set>
 #include <string>
 #include <utility>
@@ -45,6 +48,28 @@ cudaError_t allow_shared_memory(const void* kernel, int bytes) {
   return error;
 }
 
+// CTAs of `kernel` that fit on the whole device at once (the persistent grid). Asked once per
+// device, kernel and shared-memory size: the occupancy query costs microseconds of host time.
+cudaError_t resident_ctas(const void* kernel, int shared_bytes, int* ctas) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int>, int> known;
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(device, kernel, shared_bytes);
+  if (auto found = known.find(key); found != known.end()) {
+    *ctas = found->second;
+    return cudaSuccess;
+  }
+  int per_sm = 0, sms = 0;
+  error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kernels::kThreadsPerCta, shared_bytes);
+  if (error == cudaSuccess) error = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (error != cudaSuccess) return error;
+  *ctas = known[key] = per_sm * sms;
+  return cudaSuccess;
+}
+
 // Programmatic dependent launch needs sm_90; older devices get plain stream order.
 bool supports_programmatic_launch() {
   static std::mutex mutex;
@@ -82,7 +107,23 @@ template <typename Element, int kHeadDim, bool kPaged>
 Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
               cudaStream_t stream) {
   cudaError_t error;
-  if (kernel == DecodeKernel::packed_gqa) {
+  const bool per_sequence = params.per_sequence_splits || params.splits_per_sequence != nullptr;
+  if (kernel == DecodeKernel::packed_gqa && per_sequence && params.batch <= kMaxPersistentBatch) {
+    const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(params.batch);
+    const void* persistent_kernel =
+        reinterpret_cast<const void*>(&kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged>);
+    error = allow_shared_memory(persistent_kernel, kernels::persistent_shared_bytes<kHeadDim>(kMaxPersistentBatch));
+    if (error != cudaSuccess)
+      return fail(Status::cuda_error, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(error));
+    int resident = 0;
+    error = resident_ctas(persistent_kernel, shared_bytes, &resident);
+    if (error != cudaSuccess)
+      return fail(Status::cuda_error, std::string("occupancy query: ") + cudaGetErrorString(error));
+    const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
+    const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
+    error = launch_kernel(kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged>, dim3(grid),
+                          dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
+  } else if (kernel == DecodeKernel::packed_gqa) {
     constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
     const void* split_kernel =
         reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>);
@@ -153,11 +194,13 @@ Status validate(const DecodeParams& p, std::string* message) {
     return reject(Status::invalid_argument, "num_splits must be in [1, " + std::to_string(kMaxSplits) + "], got " +
                                                 std::to_string(p.num_splits));
   if (p.per_sequence_splits && p.splits_per_sequence == nullptr) {
-    for (int i = 0; i < SplitsByLength::kBuckets; ++i) {
-      if (p.splits_by_length.splits[i] < 1)
-        return reject(Status::invalid_argument, "splits_by_length.splits[" + std::to_string(i) + "] is 0; every "
-                                                "length bucket needs a split count >= 1");
-    }
+    for (int r = 0; r < AutoSplitsTable::kBatchClasses; ++r)
+      for (int i = 0; i < AutoSplitsTable::kLengthBuckets; ++i) {
+        if (p.auto_splits.splits[r][i] < 1)
+          return reject(Status::invalid_argument, "auto_splits.splits[" + std::to_string(r) + "][" +
+                                                      std::to_string(i) + "] is 0; every batch class and length "
+                                                      "bucket needs a split count >= 1");
+      }
   }
   if (p.layout == KvLayout::paged) {
     if (!is_power_of_two(p.page_size) || p.page_size > 1024)
@@ -236,8 +279,9 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.page_shift = params.layout == KvLayout::paged ? log2_exact(params.page_size) : 0;
   args.max_pages_per_seq = params.max_pages_per_seq;
   args.num_splits = params.num_splits;
+  args.batch = params.batch;
   args.per_sequence_splits = params.per_sequence_splits ? 1 : 0;
-  args.splits_by_length = params.splits_by_length;
+  args.auto_splits = params.auto_splits;
   args.splits_per_sequence = params.splits_per_sequence;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;

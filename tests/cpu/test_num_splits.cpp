@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace splitkv {
 namespace {
 
@@ -73,6 +75,25 @@ TEST(NumSplitsPolicy, RaggedBatchesAskAboutTheirEffectiveBatch) {
   const int whole = policy(ragged);
   ragged.total_seqlen = 8192 + 15 * 100;
   EXPECT_EQ(policy(ragged), whole - 15);
+}
+
+TEST(NumSplitsPolicy, AutoTableRowsAreTheBatchClassesAndColumnsTheLengthBuckets) {
+  int (*small_real)(int, int, int, int, int) = [](int batch, int, int, int tokens, int) {
+    return batch * 7 + tokens % 97;  // fits in a byte for the classes and buckets below
+  };
+  const GeneratedTable tables[] = {{"fake", "NVIDIA Fake", 100, small_real, &fake_capacity}};
+  const auto policy = NumSplitsPolicy::for_device("NVIDIA Fake", 100, GeneratedTableList{tables, 1});
+  AutoSplitsTable table;
+  policy.fill_auto_splits({999, 32, 8, 128, 777, 777, 0, 5}, table);  // batch and lengths are not used
+  for (int r : {0, 7, 8, 20})
+    for (int i : {0, 9, 13}) {
+      const int expected = std::min(255, auto_batch_class_batch(r) * 7 + (1 << i) % 97);
+      EXPECT_EQ(table.splits[r][i], expected) << "class " << r << " bucket " << i;
+    }
+  // What the device then answers for a ragged batch is the host's answer for its effective batch.
+  NumSplitsShape ragged{16, 32, 8, 128, 4096, 4096, 0};
+  ragged.total_seqlen = 4096 * 3 + 13 * 50;  // effective batch 3
+  EXPECT_EQ(auto_split_count(table, ragged.total_seqlen, ragged.max_seqlen, ragged.batch, 255), policy(ragged));
 }
 
 TEST(NumSplitsPolicy, CompiledInTables) {

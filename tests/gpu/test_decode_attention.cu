@@ -304,24 +304,75 @@ TEST(DecodeAttentionGpu, CudaGraphWithAutoSplitsServesChangingLengths) {
     shape.lengths = reference::LengthMode::explicit_;
     shape.seqlens = {8192, 17, 1000, 2500, 64};
     HostProblem problem = reference::random_problem(shape, 7);
-    // A table that splits long sequences more, as fitted tables do: 1 split up to ~256 tokens,
-    // then doubling per length doubling up to 32.
-    SplitsByLength table;
-    for (int i = 0; i < SplitsByLength::kBuckets; ++i) table.splits[i] = static_cast<unsigned char>(i <= 8 ? 1 : std::min(32, 1 << (i - 8)));
-    const int bound = per_sequence_grid_bound(table, shape.capacity);
+    // A table that splits long batches more and big batches less, as fitted tables do: 1 split
+    // up to ~256 tokens, then doubling per length doubling up to 32, divided by the batch class.
+    AutoSplitsTable table;
+    for (int r = 0; r < AutoSplitsTable::kBatchClasses; ++r)
+      for (int i = 0; i < AutoSplitsTable::kLengthBuckets; ++i)
+        table.splits[r][i] = static_cast<unsigned char>(std::max(1, (i <= 8 ? 1 : std::min(32, 1 << (i - 8))) >> r));
+    const int bound = auto_grid_bound(table, shape.batch, shape.capacity);
     ASSERT_EQ(bound, 32);
     DeviceProblem device(problem, DType::bf16, bound);
     ASSERT_TRUE(device.allocated());
     DecodeParams params = device.params(bound, true);
     params.per_sequence_splits = true;
-    params.splits_by_length = table;
+    params.auto_splits = table;
     expect_one_graph_serves_all_lengths(problem, device, params,
                                         {{8192, 17, 1000, 2500, 64}, {1, 8000, 300, 0, 4096}, {5000, 5000, 5000, 5000, 5000}});
   }
 }
 
-// num_splits = auto: a per-length table chooses each sequence's splits on the device; ragged
-// lengths in one batch then run with different split counts, and the combine must follow.
+// The persistent schedule's work-item offsets: more sequences than threads (each thread scans a
+// run of them), and past kMaxPersistentBatch the CTA-per-item grid; ragged lengths with empty
+// sequences, auto and explicit per-sequence counts.
+TEST(DecodeAttentionGpu, PerSequenceSplitsAcrossManySequences) {
+  SPLITKV_REQUIRE_GPU();
+  std::mt19937_64 rng(11);
+  for (const int batch : {300, kMaxPersistentBatch + 40}) {
+    for (const bool explicit_counts : {false, true}) {
+      SCOPED_TRACE("batch " + std::to_string(batch) + (explicit_counts ? " explicit" : " auto"));
+      ProblemShape shape;
+      shape.layout = batch % 2 == 0 ? KvLayout::contiguous : KvLayout::paged;
+      shape.batch = batch;
+      shape.num_heads = 4;
+      shape.num_kv_heads = 2;
+      shape.head_dim = 64;
+      shape.capacity = 300;
+      shape.lengths = reference::LengthMode::explicit_;
+      for (int b = 0; b < batch; ++b) shape.seqlens.push_back(b % 7 == 0 ? 0 : static_cast<int32_t>(rng() % 301));
+      HostProblem problem = reference::random_problem(shape, rng());
+      const int bound = 5;
+      DeviceProblem device(problem, DType::bf16, bound);
+      ASSERT_TRUE(device.allocated());
+      DecodeParams params = device.params(bound, true);
+      params.per_sequence_splits = true;
+      for (auto& row : params.auto_splits.splits)
+        for (auto& entry : row) entry = static_cast<unsigned char>(1 + rng() % 8);
+      int32_t* counts = nullptr;
+      if (explicit_counts) {
+        std::vector<int32_t> host_counts(batch);
+        for (auto& count : host_counts) count = static_cast<int32_t>(rng() % 7);  // 0 and > bound get clamped
+        ASSERT_EQ(cudaSuccess, cudaMalloc(&counts, batch * sizeof(int32_t)));
+        ASSERT_EQ(cudaSuccess, cudaMemcpy(counts, host_counts.data(), batch * sizeof(int32_t), cudaMemcpyHostToDevice));
+        params.splits_per_sequence = counts;
+      }
+      std::vector<double> ref_out, ref_lse;
+      reference::attention(problem, ref_out, ref_lse);
+      device.poison();
+      ASSERT_EQ(Status::ok, decode_attention(params, nullptr)) << last_error_message();
+      ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+      cudaFree(counts);
+      const GpuRun run = device.results();
+      const testing::ErrorSummary error = testing::compare(run.out, ref_out);
+      EXPECT_EQ(0u, error.unwritten);
+      EXPECT_LE(error.relative, 1e-2);
+    }
+  }
+}
+
+// num_splits = auto: the device picks the batch's split count from a random table by effective
+// batch and max length; ragged lengths then give each sequence its own live splits (and the
+// persistent schedule its own work items), and the combine must follow.
 TEST(DecodeAttentionGpu, PerSequenceSplitsOnTheDevice) {
   SPLITKV_REQUIRE_GPU();
   std::mt19937_64 rng(5);
@@ -334,7 +385,8 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsOnTheDevice) {
     ASSERT_TRUE(device.allocated());
     DecodeParams params = device.params(c.num_splits, true);
     params.per_sequence_splits = true;
-    for (auto& entry : params.splits_by_length.splits) entry = static_cast<unsigned char>(1 + rng() % 128);
+    for (auto& row : params.auto_splits.splits)
+      for (auto& entry : row) entry = static_cast<unsigned char>(1 + rng() % 128);
     std::vector<double> ref_out, ref_lse;
     reference::attention(problem, ref_out, ref_lse);
     device.poison();
@@ -419,7 +471,7 @@ TEST(DecodeAttentionArguments, RejectsBadArgumentsWithClearMessages) {
   p = valid_params();
   p = valid_params();
   p.per_sequence_splits = true;
-  expect_rejected(p, Status::invalid_argument, "splits_by_length");
+  expect_rejected(p, Status::invalid_argument, "auto_splits");
   p = valid_params();
   static const int32_t too_long[2] = {10, 65};
   p.host_cache_seqlens = too_long;

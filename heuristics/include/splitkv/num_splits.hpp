@@ -17,6 +17,9 @@
 #include <cstddef>
 #include <string_view>
 
+#include "splitkv/decode_params.hpp"
+#include "splitkv/split_partition.hpp"
+
 // Source tree: heuristics/generated/ beside include/; installed: include/splitkv/generated/.
 #if defined(__has_include)
 #if __has_include("../../generated/num_splits_h200.hpp")
@@ -50,10 +53,10 @@ struct NumSplitsShape {
 // is what fills the SMs. On the H200's 108 ragged shapes (results/h200/report/ragged.md,
 // `ours_host_total`) this cut the regret from 1.47 to 1.05 (geomean); rounding beat ceiling there
 // (1.05 against 1.08), the one choice made on that data.
-constexpr int effective_batch(const NumSplitsShape& s) {
+// The device's num_splits = auto rounds the same way (split_partition.hpp).
+inline int effective_batch(const NumSplitsShape& s) {
   if (s.total_seqlen <= 0 || s.max_seqlen <= 0) return s.batch;
-  const long long rounded = (2 * s.total_seqlen + s.max_seqlen) / (2LL * s.max_seqlen);
-  return rounded < 1 ? 1 : (rounded > s.batch ? s.batch : static_cast<int>(rounded));
+  return rounded_effective_batch(s.total_seqlen, s.max_seqlen, s.batch);
 }
 
 // Most splits the fallback asks for: what the sweeps measure and the combine is built for.
@@ -148,7 +151,7 @@ class NumSplitsPolicy {
 
   int operator()(const NumSplitsShape& shape) const { return choose(shape).num_splits; }
 
-  // The per-length row of num_splits = auto (DecodeParams::splits_by_length): bucket i asks
+  // One per-length row of num_splits = auto (a row of DecodeParams::auto_splits): bucket i asks
   // this policy for its representative length 2^i (as max length and capacity), so the
   // device lookup (length_bucket) returns what the host would choose for that length.
   // `shape` gives batch, heads, head_dim and page size; entries are clamped to [1, 255].
@@ -158,6 +161,19 @@ class NumSplitsPolicy {
       at.max_seqlen = at.cache_capacity = i < 30 ? (1 << i) : (1 << 30);
       const int chosen = (*this)(at);
       splits[i] = static_cast<unsigned char>(chosen > 255 ? 255 : (chosen < 1 ? 1 : chosen));
+    }
+  }
+
+  // The table of num_splits = auto (DecodeParams::auto_splits): row r is the per-length row of a
+  // batch of auto_batch_class_batch(r) max-length sequences, so the device's lookup by effective
+  // batch and max length returns what the host would choose for a batch doing that work.
+  // `shape` gives heads, head_dim and page size; its batch and lengths are not used.
+  void fill_auto_splits(const NumSplitsShape& shape, AutoSplitsTable& table) const {
+    for (int r = 0; r < AutoSplitsTable::kBatchClasses; ++r) {
+      NumSplitsShape row = shape;
+      row.batch = auto_batch_class_batch(r);
+      row.total_seqlen = 0;
+      fill_splits_by_length(row, table.splits[r], AutoSplitsTable::kLengthBuckets);
     }
   }
 

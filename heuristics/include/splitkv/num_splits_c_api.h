@@ -21,10 +21,11 @@ int splitkv_num_splits_ragged(const char* device_name, int sm_count, int batch, 
                               int head_dim, int max_seqlen, long long total_seqlen, int cache_capacity,
                               int page_size);
 
-/* Fills `buckets` entries (the kernels' SplitsByLength row, bucket i = lengths nearest 2^i) for
- * per-sequence split choice on the device. Returns 0, or -1 on bad arguments. */
-int splitkv_splits_by_length(const char* device_name, int sm_count, int batch, int num_heads, int num_kv_heads,
-                             int head_dim, int page_size, unsigned char* splits, int buckets);
+/* Fills a num_splits = auto table (splitkv_auto_table_bytes() bytes: effective-batch classes x
+ * length buckets, splitkv::AutoSplitsTable) for a model shape, from this GPU's tuned table.
+ * Returns 0, or -1 on bad arguments (null table, or `bytes` not the table's size). */
+int splitkv_auto_splits_table(const char* device_name, int sm_count, int num_heads, int num_kv_heads, int head_dim,
+                              int page_size, unsigned char* table, int bytes);
 
 /* FlashAttention 2's own choice for a decode step whose seqlen_k is `seqlen_k` (pass the
  * capacity to reproduce its KV-cache path), and the splits that then hold work on a cache whose

@@ -31,24 +31,25 @@ int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, in
                              const int32_t* cache_seqlens, const int32_t* block_table, void* out, float* lse,
                              void* workspace, void* stream);
 
-/* Number of length buckets in a per-length split table (bucket i: lengths nearest 2^i). */
-int splitkv_length_buckets(void);
+/* Bytes of a num_splits = auto table (splitkv::AutoSplitsTable: effective-batch classes x length
+ * buckets, row-major). Fill one with splitkv_auto_splits_table (libsplitkv_heuristics_c). */
+int splitkv_auto_table_bytes(void);
 
 /* The same call with per-sequence split counts ("num_splits = auto"). num_splits is then the grid's
  * upper bound. splits_per_sequence (device memory, [batch], may be NULL) gives explicit counts;
- * otherwise splits_by_length (host memory, splitkv_length_buckets() entries in [1, 255]) maps each
- * sequence's real length to its count on the device. */
+ * otherwise auto_splits_table (host memory, splitkv_auto_table_bytes() entries in [1, 255]) is what
+ * the device asks about the batch's effective batch and max real length, read from cache_seqlens. */
 int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int num_heads, int num_kv_heads,
                                           int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
                                           int num_pages, int num_splits, float softmax_scale, const void* q,
                                           const void* k, const void* v, const int32_t* cache_seqlens,
                                           const int32_t* block_table, void* out, float* lse, void* workspace,
-                                          const unsigned char* splits_by_length,
+                                          const unsigned char* auto_splits_table,
                                           const int32_t* splits_per_sequence, void* stream);
 
-/* Smallest num_splits bound that serves every length up to cache_capacity under a per-length
- * table (splitkv_length_buckets() entries): the grid to launch, or capture, for "auto". */
-int splitkv_per_sequence_grid_bound(const unsigned char* splits_by_length, int cache_capacity);
+/* Smallest num_splits bound that serves every batch of `batch` sequences with lengths up to
+ * cache_capacity under an auto table: the grid bound to launch, or capture, for "auto". */
+int splitkv_auto_grid_bound(const unsigned char* auto_splits_table, int batch, int cache_capacity);
 
 /* Message of the last failed call on this thread ("" if none). */
 const char* splitkv_last_error(void);

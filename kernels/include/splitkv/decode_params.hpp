@@ -19,17 +19,25 @@ enum class Status : int {
 // Upper bound on num_splits: the combine kernel and workspace are sized for it, so one
 // captured CUDA graph serves every split count up to here.
 inline constexpr int kMaxSplits = 256;
+// Largest batch the persistent schedule of per-sequence split counts serves (larger batches get
+// one CTA per possible work item): its work-item offsets ([batch + 1] ints) sit in shared memory
+// beside the pipeline's, and 8 KB more keeps every head size at its CTAs per SM.
+inline constexpr int kMaxPersistentBatch = 2047;
 // Tokens one CTA consumes per pipeline step; splits are aligned to it.
 inline constexpr int kTokensPerTile = 64;
 
-// Per-sequence split counts chosen on the device ("num_splits = auto"). The host fills one split
-// count per length bucket for the batch's shape (from a tuned table, see heuristics/); each CTA
-// looks up its sequence's real length in it, so no length ever travels to the host and one
-// captured graph serves every length. Bucket i holds lengths nearest to 2^i on a log scale
-// (length_bucket in split_partition.hpp).
-struct SplitsByLength {
-  static constexpr int kBuckets = 24;  // lengths up to 2^23 tokens
-  unsigned char splits[kBuckets] = {};
+// Split counts chosen on the device ("num_splits = auto"). Every CTA reads the batch's
+// cache_seqlens and asks this table about the batch's effective batch (total real length / max real
+// length, rounded: the batch of max-length sequences doing the same work, as the host's
+// NumSplitsShape::total_seqlen lookup does) and its max real length. No length travels to the host,
+// so one captured CUDA graph serves every length. The host fills it once per model shape from a
+// tuned table (NumSplitsPolicy::fill_auto_splits, or the C ABI's splitkv_auto_splits_table).
+// Row r: effective batches nearest auto_batch_class_batch(r) on a log scale (auto_batch_class);
+// column i: lengths nearest 2^i (length_bucket). Both in split_partition.hpp.
+struct AutoSplitsTable {
+  static constexpr int kLengthBuckets = 24;  // lengths up to 2^23 tokens
+  static constexpr int kBatchClasses = 40;   // 1..8 exactly, then quarter octaves up to 2048
+  unsigned char splits[kBatchClasses][kLengthBuckets] = {};
 };
 
 // Layout of every tensor follows FlashAttention's decode API:
@@ -54,11 +62,11 @@ struct DecodeParams {
   int num_pages = 0;           // paged only: pages in the pool (bounds-checked on host)
   int num_splits = 1;          // 1..kMaxSplits; splits past a sequence's real work exit early.
                                // With per_sequence_splits: the grid's upper bound (CUDA-graph cap).
-  bool per_sequence_splits = false;  // num_splits = auto: each sequence takes splits_by_length
-  SplitsByLength splits_by_length;   // entries in [1, 255], clamped to num_splits
+  bool per_sequence_splits = false;  // num_splits = auto: the device picks from auto_splits
+  AutoSplitsTable auto_splits;       // entries in [1, 255], clamped to num_splits
   // Optional device array [batch] of explicit per-sequence split counts, for schedules computed on
   // the device by someone else (FA3's prepare kernel, say). Clamped to [1, num_splits]; takes
-  // precedence over splits_by_length.
+  // precedence over auto_splits.
   const int32_t* splits_per_sequence = nullptr;
   float softmax_scale = 0.f;   // 0 means 1/sqrt(head_dim)
 

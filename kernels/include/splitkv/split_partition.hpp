@@ -43,9 +43,16 @@ SPLITKV_HOST_DEVICE SplitRange split_range(int seqlen, int num_splits, int split
   return {begin, end};
 }
 
+// Work items of one sequence in the persistent schedule: its live splits x kv heads, and one
+// split for an empty sequence (its split 0 writes zeros and LSE = -inf).
+SPLITKV_HOST_DEVICE int work_items_of_sequence(int seqlen, int num_splits, int num_kv_heads) {
+  const int live = active_splits(seqlen, num_splits);
+  return (live > 1 ? live : 1) * num_kv_heads;
+}
+
 // Log-scale bucket of a length: the i whose 2^i is nearest to `length` (boundaries at the
-// geometric midpoints 2^(i+1/2)), clamped to [0, kBuckets). Shared by the device lookup and the
-// host code that fills SplitsByLength, so both agree on every boundary.
+// geometric midpoints 2^(i+1/2)), clamped to [0, kLengthBuckets). Shared by the device lookup and
+// the host code that fills AutoSplitsTable, so both agree on every boundary.
 SPLITKV_HOST_DEVICE int length_bucket(int length) {
   if (length <= 1) return 0;
   int floor_log2 = 0;
@@ -53,26 +60,57 @@ SPLITKV_HOST_DEVICE int length_bucket(int length) {
   // length >= 2^(floor + 1/2)  <=>  length^2 >= 2^(2 floor + 1)
   const long long squared = static_cast<long long>(length) * length;
   const int bucket = squared >= (1ll << (2 * floor_log2 + 1)) ? floor_log2 + 1 : floor_log2;
-  return bucket < SplitsByLength::kBuckets ? bucket : SplitsByLength::kBuckets - 1;
+  return bucket < AutoSplitsTable::kLengthBuckets ? bucket : AutoSplitsTable::kLengthBuckets - 1;
 }
 
-// Split count a sequence runs with: the fixed count, or its bucket's entry under
-// per-sequence splits, never above the grid's bound.
-SPLITKV_HOST_DEVICE int sequence_splits(int seqlen, int grid_splits, bool per_sequence,
-                                        const unsigned char* splits_by_length) {
-  if (!per_sequence) return grid_splits;
-  const int chosen = splits_by_length[length_bucket(seqlen)];
+// The batch that stands for effective-batch class r: 1..8 exactly (small batches differ most),
+// then round(8 * 2^(k/4)) for k = r - 7, quarter octaves like the fitted table's CTA buckets
+// (10, 11, 13, 16, 19, 23, 27, 32, ..., 2048).
+SPLITKV_HOST_DEVICE int auto_batch_class_batch(int batch_class) {
+  if (batch_class < 8) return batch_class + 1;
+  const int k = batch_class - 7;
+  const float quarter_octave[4] = {1.f, 1.18920712f, 1.41421356f, 1.68179283f};
+  return static_cast<int>(static_cast<float>(8 << (k / 4)) * quarter_octave[k % 4] + 0.5f);
+}
+
+// Class of an effective batch: the nearest representative on a log scale (boundaries at the
+// geometric midpoints), clamped to the last class.
+SPLITKV_HOST_DEVICE int auto_batch_class(int effective_batch) {
+  const long long squared = static_cast<long long>(effective_batch) * effective_batch;
+  int batch_class = 0;
+  while (batch_class + 1 < AutoSplitsTable::kBatchClasses &&
+         squared >= static_cast<long long>(auto_batch_class_batch(batch_class)) *
+                        auto_batch_class_batch(batch_class + 1))
+    ++batch_class;
+  return batch_class;
+}
+
+// Sequences of the max length that do the batch's work: total / max, rounded to nearest, in
+// [1, batch]. The host's NumSplitsShape lookup (heuristics/num_splits.hpp) rounds the same way.
+SPLITKV_HOST_DEVICE int rounded_effective_batch(long long total_length, int max_length, int batch) {
+  if (max_length <= 0 || total_length <= 0) return batch < 1 ? 1 : batch;
+  const long long rounded = (2 * total_length + max_length) / (2LL * max_length);
+  return rounded < 1 ? 1 : (rounded > batch ? batch : static_cast<int>(rounded));
+}
+
+// num_splits = auto: the table's count for this batch, clamped to [1, the grid's bound].
+SPLITKV_HOST_DEVICE int auto_split_count(const AutoSplitsTable& table, long long total_length, int max_length,
+                                         int batch, int grid_splits) {
+  const int row = auto_batch_class(rounded_effective_batch(total_length, max_length, batch));
+  const int chosen = table.splits[row][length_bucket(max_length)];
   return chosen < 1 ? 1 : (chosen > grid_splits ? grid_splits : chosen);
 }
 
-// The smallest grid (splits dimension) that serves every length up to `capacity` under a
-// per-length table: the largest entry of the buckets a length <= capacity can fall in. It is
-// known on the host without reading any length, so it sizes a CUDA graph's grid; CTAs past a
-// sequence's own count still launch and exit, so a tighter bound is cheaper (kernels/NOTES.md).
-SPLITKV_HOST_DEVICE int per_sequence_grid_bound(const SplitsByLength& table, int capacity) {
-  const int last = length_bucket(capacity < 1 ? 1 : capacity);
+// The smallest grid bound (splits dimension) that serves every batch of `batch` sequences with
+// lengths up to `capacity` under `table`: the largest entry over the classes an effective batch in
+// [1, batch] and the buckets a length in [1, capacity] can fall in. Known on the host without
+// reading any length, so it sizes a CUDA graph's grid and the partials' stride.
+SPLITKV_HOST_DEVICE int auto_grid_bound(const AutoSplitsTable& table, int batch, int capacity) {
+  const int last_row = auto_batch_class(batch < 1 ? 1 : batch);
+  const int last_bucket = length_bucket(capacity < 1 ? 1 : capacity);
   int bound = 1;
-  for (int i = 0; i <= last; ++i) bound = table.splits[i] > bound ? table.splits[i] : bound;
+  for (int r = 0; r <= last_row; ++r)
+    for (int i = 0; i <= last_bucket; ++i) bound = table.splits[r][i] > bound ? table.splits[r][i] : bound;
   return bound;
 }
 

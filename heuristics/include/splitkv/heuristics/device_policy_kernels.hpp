@@ -1,8 +1,8 @@
 // Device-side split policies as sweepable kernels (issue #7). Each is splitkv's packed-GQA
 // kernel on the tuner's buffers (tuner::make_splitkv_kernel) with a per-sequence schedule;
 // the sweep's num_splits is the CUDA-graph cap (the grid's upper bound), not a split count:
-//   splitkv_auto     per_sequence_splits with splits_by_length from NumSplitsPolicy (the
-//                    compiled-in table for this GPU), grid min(cap, per_sequence_grid_bound)
+//   splitkv_auto     num_splits = auto with the AutoSplitsTable of NumSplitsPolicy (the
+//                    compiled-in table for this GPU), bound min(cap, auto_grid_bound)
 //   fa3_dynamic      FlashAttention 3's dynamic rule computed on the device by a prepare
 //                    kernel (fa3_dynamic_rule.hpp) into splits_per_sequence; grid = FA3's
 //                    static bound on the capacity, capped

@@ -22,13 +22,14 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
+  // The lengths are inputs of the split kernel, not its outputs, so they (and the auto count
+  // derived from them) can be read while it still runs: off the critical path.
+  const int batch_auto_splits = batch_auto_split_count(args);  // block-wide, before any exit
   const int64_t head_row = static_cast<int64_t>(blockIdx.x) * kCombineRowsPerCta + warp;
   if (head_row >= total_rows) return;
-  // The lengths are inputs of the split kernel, not its outputs, so they can be read while it
-  // still runs; this takes one memory round trip off the critical path.
   const int batch_index = static_cast<int>(head_row / args.num_heads);
-  const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
-  const int live = active_splits(seqlen, splits_of_sequence(args, batch_index, seqlen));
+  const int seqlen = clamped_length(args, batch_index);
+  const int live = active_splits(seqlen, splits_of_sequence(args, batch_index, batch_auto_splits));
   if (live <= 1) return;  // the split kernel wrote this row's final output itself
   wait_for_prerequisite_grids();  // the split kernel's partials are complete and visible after this
 

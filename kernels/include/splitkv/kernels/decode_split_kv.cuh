@@ -44,17 +44,60 @@ struct DecodeKernelArgs {
   int max_pages_per_seq;
   int num_splits;      // grid bound and partial-buffer stride
   float scale_log2;    // softmax_scale * log2(e): the kernel works in base 2
+  int batch;
   int per_sequence_splits;
-  SplitsByLength splits_by_length;
+  AutoSplitsTable auto_splits;
   const int32_t* splits_per_sequence;
 };
 
-// Splits of this CTA's sequence: the fixed count, an explicit per-sequence count, or the tuned
-// per-length choice.
-__device__ __forceinline__ int splits_of_sequence(const DecodeKernelArgs& args, int batch_index, int seqlen) {
+__device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int batch_index) {
+  return min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
+}
+
+__device__ __forceinline__ bool uses_auto_table(const DecodeKernelArgs& args) {
+  return args.per_sequence_splits != 0 && args.splits_per_sequence == nullptr;
+}
+
+// num_splits = auto: the table's count for the whole batch, from every sequence's real length
+// (effective batch and max length, split_partition.hpp). Block-wide: every thread of the CTA
+// must call it; the answer is the same in every CTA, so the split kernel and the combine agree.
+// Returns 0 when the call does not use the table.
+__device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& args) {
+  if (!uses_auto_table(args)) return 0;
+  __shared__ int warp_longest[32];
+  __shared__ long long warp_total[32];
+  int longest = 0;
+  long long total = 0;
+  for (int b = threadIdx.x; b < args.batch; b += blockDim.x) {
+    const int length = clamped_length(args, b);
+    longest = max(longest, length);
+    total += length;
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
+    total += __shfl_xor_sync(0xffffffffu, total, offset);
+  }
+  const int warps = blockDim.x / 32;
+  if (threadIdx.x % 32 == 0) {
+    warp_longest[threadIdx.x / 32] = longest;
+    warp_total[threadIdx.x / 32] = total;
+  }
+  __syncthreads();
+  longest = 0;
+  total = 0;
+  for (int w = 0; w < warps; ++w) {
+    longest = max(longest, warp_longest[w]);
+    total += warp_total[w];
+  }
+  return auto_split_count(args.auto_splits, total, longest, args.batch, args.num_splits);
+}
+
+// Splits of a sequence: an explicit per-sequence count, the batch's auto count, or the fixed one.
+__device__ __forceinline__ int splits_of_sequence(const DecodeKernelArgs& args, int batch_index, int batch_auto_splits) {
   if (args.splits_per_sequence != nullptr)
     return min(max(args.splits_per_sequence[batch_index], 1), args.num_splits);
-  return sequence_splits(seqlen, args.num_splits, args.per_sequence_splits != 0, args.splits_by_length.splits);
+  return args.per_sequence_splits != 0 ? batch_auto_splits : args.num_splits;
 }
 
 template <int kHeadDim>
@@ -95,25 +138,19 @@ __device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args
   return (row * args.num_kv_heads + kv_head) * kHeadDim;
 }
 
+// One work item: tokens of split `split` of (sequence, kv head), through the whole pipeline to
+// its partial or final output. Every thread of the CTA calls it; it leaves shared memory in use
+// (the epilogue), so a caller that runs another item must __syncthreads() first.
 template <typename Element, int kHeadDim, bool kPaged>
-__global__ void __launch_bounds__(kThreadsPerCta)
-    decode_split_kv_kernel(const DecodeKernelArgs args) {
+__device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
+                                                 int batch_index, int kv_head, int split, int batch_auto_splits) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
   constexpr int kStages = decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
 
-  wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
-  allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
-
-  // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
-  // then split 1, and so on, so the CTAs that hold work are spread over all SMs and the surplus
-  // CTAs of a per-sequence grid bound (num_splits = auto) come last and exit (kernels/NOTES.md, v6).
-  const int split = blockIdx.y;
-  const int batch_index = blockIdx.x / args.num_kv_heads;
-  const int kv_head = blockIdx.x % args.num_kv_heads;
-  const int seqlen = min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
-  const int splits = splits_of_sequence(args, batch_index, seqlen);
+  const int seqlen = clamped_length(args, batch_index);
+  const int splits = splits_of_sequence(args, batch_index, batch_auto_splits);
   const int live_splits = active_splits(seqlen, splits);
   const SplitRange range = split_range(seqlen, splits, split);
   const bool writes_final_output = live_splits <= 1;
@@ -121,7 +158,6 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
   if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return;
 
-  extern __shared__ __align__(128) unsigned char shared_bytes[];
   Element* shared_k = reinterpret_cast<Element*>(shared_bytes);
   Element* shared_v = shared_k + kStages * Geometry::kTileElements;
   Element* shared_q = shared_v + kStages * Geometry::kTileElements;
@@ -339,6 +375,84 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     } else {
       args.partial_lse[head_row * split_stride + split] = lse;
     }
+  }
+}
+
+// Fixed split counts: one CTA per work item, grid (batch x kv_heads, num_splits).
+// Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
+// then split 1, and so on, so the CTAs that hold work are spread over all SMs (kernels/NOTES.md, v6).
+template <typename Element, int kHeadDim, bool kPaged>
+__global__ void __launch_bounds__(kThreadsPerCta)
+    decode_split_kv_kernel(const DecodeKernelArgs args) {
+  wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
+  allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
+  extern __shared__ __align__(128) unsigned char shared_bytes[];
+  const int batch_auto_splits = batch_auto_split_count(args);
+  decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, blockIdx.x / args.num_kv_heads,
+                                               blockIdx.x % args.num_kv_heads, blockIdx.y, batch_auto_splits);
+}
+
+template <int kHeadDim>
+constexpr int persistent_shared_bytes(int batch) {
+  return decode_shared_bytes<kHeadDim>() + 4 * (batch + 1);
+}
+
+// Per-sequence split counts (auto, or explicit): a grid of at most the resident CTA slots, each CTA
+// walking the work items i, i + gridDim.x, ... . The items are only the splits that hold work: for
+// each sequence in order, its live splits x kv heads (split-major; work_items_of_sequence). A CTA-per-item grid sized for the largest possible count instead
+// launched every surplus CTA, and where those sat changed which SMs the working CTAs got
+// (kernels/NOTES.md, v6 and v7).
+template <typename Element, int kHeadDim, bool kPaged>
+__global__ void __launch_bounds__(kThreadsPerCta)
+    decode_split_kv_persistent_kernel(const DecodeKernelArgs args) {
+  wait_for_prerequisite_grids();
+  allow_dependent_grids_to_launch();
+  extern __shared__ __align__(128) unsigned char shared_bytes[];
+  int* first_item = reinterpret_cast<int*>(shared_bytes + decode_shared_bytes<kHeadDim>());  // [batch + 1]
+  __shared__ int warp_items[kWarpsPerCta];
+  const int batch_auto_splits = batch_auto_split_count(args);
+
+  // first_item[b] = items of sequences < b: each thread counts a contiguous run of sequences,
+  // then an exclusive scan over the threads' counts.
+  const int per_thread = ceil_div(args.batch, kThreadsPerCta);
+  const int first_sequence = threadIdx.x * per_thread;
+  const int end_sequence = min(first_sequence + per_thread, args.batch);
+  int items = 0;
+  for (int b = first_sequence; b < end_sequence; ++b)
+    items += work_items_of_sequence(clamped_length(args, b), splits_of_sequence(args, b, batch_auto_splits),
+                                    args.num_kv_heads);
+  const int lane = threadIdx.x % 32;
+  int inclusive = items;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const int before = __shfl_up_sync(0xffffffffu, inclusive, offset);
+    if (lane >= offset) inclusive += before;
+  }
+  if (lane == 31) warp_items[threadIdx.x / 32] = inclusive;
+  __syncthreads();
+  int offset_of_warp = 0;
+  for (int w = 0; w < threadIdx.x / 32; ++w) offset_of_warp += warp_items[w];
+  int running = offset_of_warp + inclusive - items;
+  for (int b = first_sequence; b < end_sequence; ++b) {
+    first_item[b] = running;
+    running += work_items_of_sequence(clamped_length(args, b), splits_of_sequence(args, b, batch_auto_splits),
+                                      args.num_kv_heads);
+  }
+  if (threadIdx.x == kThreadsPerCta - 1) first_item[args.batch] = offset_of_warp + inclusive;
+  __syncthreads();
+
+  const int total_items = first_item[args.batch];
+  for (int item = blockIdx.x; item < total_items; item += gridDim.x) {
+    int low = 0, high = args.batch - 1;  // the last b with first_item[b] <= item
+    while (low < high) {
+      const int middle = (low + high + 1) / 2;
+      if (first_item[middle] <= item) low = middle;
+      else high = middle - 1;
+    }
+    const int local = item - first_item[low];
+    __syncthreads();  // the previous item's epilogue is done with the shared pipeline buffers
+    decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, low, local % args.num_kv_heads,
+                                                 local / args.num_kv_heads, batch_auto_splits);
   }
 }
 
