@@ -122,10 +122,13 @@ if wants sweep; then
     env ${env_assign:-SPLITKV_NO_EXTRA_ENV=1} "$splitkv" sweep --grid "$grid" --kernel "${kernels:-splitkv}" \
       --out "results/h200/$name.csv" 2>"$LOG/sweep_$name.log" &
     sweep_pid=$!
-    ( sleep "$left"; kill -INT "$sweep_pid" 2>/dev/null ) &
+    # The watchdog's sleep must not hold this script's stdout: the device tool waits for every
+    # writer of it to close, so a stray sleep would keep the call (and the GPU) busy until it ends.
+    ( sleep "$left"; kill -INT "$sweep_pid" 2>/dev/null ) >/dev/null 2>&1 </dev/null &
     watchdog=$!
     wait "$sweep_pid"
     rc=$?
+    pkill -P "$watchdog" sleep 2>/dev/null
     kill "$watchdog" 2>/dev/null
     line=$(printf '%-28s exit %3d  %4ds  %s' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$LOG/sweep_$name.log")")
     echo "$line"

@@ -3,6 +3,7 @@
 #include "splitkv/decode_attention.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -70,6 +71,17 @@ cudaError_t resident_ctas(const void* kernel, int shared_bytes, int* ctas) {
   return cudaSuccess;
 }
 
+// Experiment switch (kernels/NOTES.md, v7): launch the persistent grid this many CTAs short of
+// the resident count. The hardware places the CTAs of a grid that fills every slot differently
+// from a smaller one (results/h200/experiments/cta_placement.csv). Read once; default 0.
+int persistent_grid_slack() {
+  static const int slack = [] {
+    const char* value = std::getenv("SPLITKV_PERSISTENT_GRID_SLACK");
+    return value != nullptr ? std::max(0, std::atoi(value)) : 0;
+  }();
+  return slack;
+}
+
 // Programmatic dependent launch needs sm_90; older devices get plain stream order.
 bool supports_programmatic_launch() {
   static std::mutex mutex;
@@ -120,7 +132,7 @@ Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
     if (error != cudaSuccess)
       return fail(Status::cuda_error, std::string("occupancy query: ") + cudaGetErrorString(error));
     const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-    const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
+    const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident - persistent_grid_slack(), 1)));
     error = launch_kernel(kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged>, dim3(grid),
                           dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
   } else if (kernel == DecodeKernel::packed_gqa) {

@@ -62,11 +62,19 @@ int main(int argc, char** argv) {
     int grid_x, grid_y, shared_bytes;
   };
   // 100 KB: d=128 (2 CTAs/SM); 66 KB: d=64 (3/SM); 200 KB: d=256 (1/SM).
-  const std::vector<Config> configs = {
-      {"1d_264_smem100k", 2 * sms, 1, 100 * 1024}, {"1d_256_smem100k", 256, 1, 100 * 1024},
-      {"2d_128x2_smem100k", 128, 2, 100 * 1024},   {"2d_128x6_smem100k", 128, 6, 100 * 1024},
-      {"1d_396_smem66k", 3 * sms, 1, 66 * 1024},   {"1d_132_smem200k", sms, 1, 200 * 1024},
+  std::vector<Config> configs = {
+      {"2d_128x2_smem100k", 128, 2, 100 * 1024}, {"2d_128x6_smem100k", 128, 6, 100 * 1024},
+      {"1d_132_smem200k", sms, 1, 200 * 1024},    {"1d_131_smem200k", sms - 1, 1, 200 * 1024},
   };
+  // Grids around the resident count: does a grid that fills every slot place its first CTAs
+  // differently from one a few CTAs smaller?
+  static std::vector<std::string> names;
+  names.reserve(32);
+  for (int per_sm : {2, 3})
+    for (int short_by : {0, 1, 2, 4, 8, 16, 64, 128}) {
+      names.push_back("1d_" + std::to_string(per_sm * sms - short_by) + (per_sm == 2 ? "_smem100k" : "_smem66k"));
+      configs.push_back({names.back().c_str(), per_sm * sms - short_by, 1, (per_sm == 2 ? 100 : 66) * 1024});
+    }
   if (!check(cudaFuncSetAttribute(record_sm, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024),
              "cudaFuncSetAttribute"))
     return 1;

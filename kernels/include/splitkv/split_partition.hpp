@@ -43,6 +43,15 @@ SPLITKV_HOST_DEVICE SplitRange split_range(int seqlen, int num_splits, int split
   return {begin, end};
 }
 
+// floor(log2(x)) for x >= 1, one instruction on either side.
+SPLITKV_HOST_DEVICE int floor_log2(unsigned x) {
+#if defined(__CUDA_ARCH__)
+  return 31 - __clz(x);
+#else
+  return 31 - __builtin_clz(x);
+#endif
+}
+
 // Work items of one sequence in the persistent schedule: its live splits x kv heads, and one
 // split for an empty sequence (its split 0 writes zeros and LSE = -inf).
 SPLITKV_HOST_DEVICE int work_items_of_sequence(int seqlen, int num_splits, int num_kv_heads) {
@@ -55,11 +64,10 @@ SPLITKV_HOST_DEVICE int work_items_of_sequence(int seqlen, int num_splits, int n
 // the host code that fills AutoSplitsTable, so both agree on every boundary.
 SPLITKV_HOST_DEVICE int length_bucket(int length) {
   if (length <= 1) return 0;
-  int floor_log2 = 0;
-  while ((1ll << (floor_log2 + 1)) <= length) ++floor_log2;
+  const int floor = floor_log2(static_cast<unsigned>(length));
   // length >= 2^(floor + 1/2)  <=>  length^2 >= 2^(2 floor + 1)
   const long long squared = static_cast<long long>(length) * length;
-  const int bucket = squared >= (1ll << (2 * floor_log2 + 1)) ? floor_log2 + 1 : floor_log2;
+  const int bucket = squared >= (1ll << (2 * floor + 1)) ? floor + 1 : floor;
   return bucket < AutoSplitsTable::kLengthBuckets ? bucket : AutoSplitsTable::kLengthBuckets - 1;
 }
 
@@ -69,15 +77,21 @@ SPLITKV_HOST_DEVICE int length_bucket(int length) {
 SPLITKV_HOST_DEVICE int auto_batch_class_batch(int batch_class) {
   if (batch_class < 8) return batch_class + 1;
   const int k = batch_class - 7;
-  const float quarter_octave[4] = {1.f, 1.18920712f, 1.41421356f, 1.68179283f};
-  return static_cast<int>(static_cast<float>(8 << (k / 4)) * quarter_octave[k % 4] + 0.5f);
+  // A conditional, not a 4-entry array: an indexed local array lives in local memory on the
+  // device, and this sits on every CTA's critical path (kernels/NOTES.md, v7).
+  const int step = k % 4;
+  const float quarter_octave = step == 0 ? 1.f : step == 1 ? 1.18920712f : step == 2 ? 1.41421356f : 1.68179283f;
+  return static_cast<int>(static_cast<float>(8 << (k / 4)) * quarter_octave + 0.5f);
 }
 
 // Class of an effective batch: the nearest representative on a log scale (boundaries at the
-// geometric midpoints), clamped to the last class.
+// geometric midpoints), clamped to the last class. At most five steps: a batch in [2^f, 2^(f+1))
+// with f >= 3 falls in classes 4f - 5 .. 4f - 1.
 SPLITKV_HOST_DEVICE int auto_batch_class(int effective_batch) {
+  if (effective_batch <= 8) return effective_batch < 1 ? 0 : effective_batch - 1;
   const long long squared = static_cast<long long>(effective_batch) * effective_batch;
-  int batch_class = 0;
+  int batch_class = 4 * floor_log2(static_cast<unsigned>(effective_batch)) - 6;
+  if (batch_class > AutoSplitsTable::kBatchClasses - 1) batch_class = AutoSplitsTable::kBatchClasses - 1;
   while (batch_class + 1 < AutoSplitsTable::kBatchClasses &&
          squared >= static_cast<long long>(auto_batch_class_batch(batch_class)) *
                         auto_batch_class_batch(batch_class + 1))
