@@ -115,36 +115,58 @@ cudaError_t launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, 
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
+// Per-sequence split counts on the persistent grid: at most the resident CTA slots, never more
+// CTAs than the largest possible number of work items.
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
+cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
+                              cudaStream_t stream) {
+  const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(params.batch);
+  const void* kernel =
+      reinterpret_cast<const void*>(&kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto>);
+  cudaError_t error = allow_shared_memory(kernel, kernels::persistent_shared_bytes<kHeadDim>(kMaxPersistentBatch));
+  int resident = 0;
+  if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
+  if (error != cudaSuccess) return error;
+  const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
+  const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident - persistent_grid_slack(), 1)));
+  kernels::AutoTableArgument<kAuto> auto_table{};
+  if constexpr (kAuto) auto_table.table = params.auto_splits;
+  return launch_kernel(kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto>, dim3(grid),
+                       dim3(kernels::kThreadsPerCta), shared_bytes, stream, args, auto_table);
+}
+
+template <typename Element, int kHeadDim, bool kAuto>
+cudaError_t launch_combine(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
+  const int rows = params.batch * params.num_heads;
+  kernels::AutoTableArgument<kAuto> auto_table{};
+  if constexpr (kAuto) auto_table.table = params.auto_splits;
+  return launch_kernel(kernels::combine_splits_kernel<Element, kHeadDim, kAuto>,
+                       dim3(ceil_div(rows, kernels::kCombineRowsPerCta)), dim3(kernels::kCombineRowsPerCta * 32), 0,
+                       stream, args, rows, auto_table);
+}
+
 template <typename Element, int kHeadDim, bool kPaged>
 Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
               cudaStream_t stream) {
+  // validate() has checked that an auto call fits the persistent grid.
+  const bool auto_table = params.per_sequence_splits && params.splits_per_sequence == nullptr;
+  const bool per_sequence = auto_table || params.splits_per_sequence != nullptr;
+  if (auto_table && kernel != DecodeKernel::packed_gqa)
+    return fail(Status::unsupported, "num_splits = auto (per_sequence_splits with auto_splits) runs on the "
+                                     "packed_gqa kernel only");
   cudaError_t error;
-  const bool per_sequence = params.per_sequence_splits || params.splits_per_sequence != nullptr;
   if (kernel == DecodeKernel::packed_gqa && per_sequence && params.batch <= kMaxPersistentBatch) {
-    const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(params.batch);
-    const void* persistent_kernel =
-        reinterpret_cast<const void*>(&kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged>);
-    error = allow_shared_memory(persistent_kernel, kernels::persistent_shared_bytes<kHeadDim>(kMaxPersistentBatch));
-    if (error != cudaSuccess)
-      return fail(Status::cuda_error, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(error));
-    int resident = 0;
-    error = resident_ctas(persistent_kernel, shared_bytes, &resident);
-    if (error != cudaSuccess)
-      return fail(Status::cuda_error, std::string("occupancy query: ") + cudaGetErrorString(error));
-    const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-    const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident - persistent_grid_slack(), 1)));
-    error = launch_kernel(kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged>, dim3(grid),
-                          dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
+    error = auto_table ? launch_persistent<Element, kHeadDim, kPaged, true>(params, args, stream)
+                       : launch_persistent<Element, kHeadDim, kPaged, false>(params, args, stream);
   } else if (kernel == DecodeKernel::packed_gqa) {
     constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
     const void* split_kernel =
         reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>);
     error = allow_shared_memory(split_kernel, shared_bytes);
-    if (error != cudaSuccess)
-      return fail(Status::cuda_error, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(error));
-    const dim3 grid(params.batch * params.num_kv_heads, params.num_splits);
-    error = launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>, grid,
-                          dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
+    if (error == cudaSuccess)
+      error = launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>,
+                            dim3(params.batch * params.num_kv_heads, params.num_splits),
+                            dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
   } else {
     const dim3 grid(params.batch * params.num_heads, params.num_splits);
     error = launch_kernel(kernels::decode_unpacked_gqa_kernel<Element, kHeadDim, kPaged>, grid,
@@ -154,10 +176,8 @@ Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
     return fail(Status::cuda_error, std::string("split kernel launch: ") + cudaGetErrorString(error));
 
   if (params.num_splits > 1) {
-    const int rows = params.batch * params.num_heads;
-    const int ctas = ceil_div(rows, kernels::kCombineRowsPerCta);
-    error = launch_kernel(kernels::combine_splits_kernel<Element, kHeadDim>, dim3(ctas),
-                          dim3(kernels::kCombineRowsPerCta * 32), 0, stream, args, rows);
+    error = auto_table ? launch_combine<Element, kHeadDim, true>(params, args, stream)
+                       : launch_combine<Element, kHeadDim, false>(params, args, stream);
     if (error != cudaSuccess)
       return fail(Status::cuda_error, std::string("combine kernel launch: ") + cudaGetErrorString(error));
   }
@@ -205,6 +225,10 @@ Status validate(const DecodeParams& p, std::string* message) {
   if (p.num_splits < 1 || p.num_splits > kMaxSplits)
     return reject(Status::invalid_argument, "num_splits must be in [1, " + std::to_string(kMaxSplits) + "], got " +
                                                 std::to_string(p.num_splits));
+  if (p.per_sequence_splits && p.splits_per_sequence == nullptr && p.batch > kMaxPersistentBatch)
+    return reject(Status::unsupported, "num_splits = auto (per_sequence_splits with auto_splits) serves batches up "
+                                       "to " + std::to_string(kMaxPersistentBatch) + ", got " + std::to_string(p.batch) +
+                                       "; pass explicit splits_per_sequence or a fixed num_splits");
   if (p.per_sequence_splits && p.splits_per_sequence == nullptr) {
     for (int r = 0; r < AutoSplitsTable::kBatchClasses; ++r)
       for (int i = 0; i < AutoSplitsTable::kLengthBuckets; ++i) {
@@ -293,7 +317,6 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.num_splits = params.num_splits;
   args.batch = params.batch;
   args.per_sequence_splits = params.per_sequence_splits ? 1 : 0;
-  args.auto_splits = params.auto_splits;
   args.splits_per_sequence = params.splits_per_sequence;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;

@@ -46,51 +46,60 @@ struct DecodeKernelArgs {
   float scale_log2;    // softmax_scale * log2(e): the kernel works in base 2
   int batch;
   int per_sequence_splits;
-  AutoSplitsTable auto_splits;
   const int32_t* splits_per_sequence;
+};
+
+// The num_splits = auto table as a kernel argument of its own, so kernels launched without it
+// keep the small parameter block of DecodeKernelArgs (kernels/NOTES.md, v7).
+template <bool kAuto>
+struct AutoTableArgument {};
+template <>
+struct AutoTableArgument<true> {
+  AutoSplitsTable table;
 };
 
 __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int batch_index) {
   return min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
 }
 
-__device__ __forceinline__ bool uses_auto_table(const DecodeKernelArgs& args) {
-  return args.per_sequence_splits != 0 && args.splits_per_sequence == nullptr;
-}
-
 // num_splits = auto: the table's count for the whole batch, from every sequence's real length
 // (effective batch and max length, split_partition.hpp). Block-wide: every thread of the CTA
 // must call it; the answer is the same in every CTA, so the split kernel and the combine agree.
-// Returns 0 when the call does not use the table.
-__device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& args) {
-  if (!uses_auto_table(args)) return 0;
-  __shared__ int warp_longest[32];
-  __shared__ long long warp_total[32];
-  int longest = 0;
-  long long total = 0;
-  for (int b = threadIdx.x; b < args.batch; b += blockDim.x) {
-    const int length = clamped_length(args, b);
-    longest = max(longest, length);
-    total += length;
-  }
+// 0 for kernels launched without the table.
+template <bool kAuto>
+__device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& args,
+                                                      const AutoTableArgument<kAuto>& auto_table) {
+  if constexpr (!kAuto) {
+    return 0;
+  } else {
+    __shared__ int warp_longest[kWarpsPerCta];
+    __shared__ long long warp_total[kWarpsPerCta];
+    int longest = 0;
+    long long total = 0;
+    for (int b = threadIdx.x; b < args.batch; b += kThreadsPerCta) {
+      const int length = clamped_length(args, b);
+      longest = max(longest, length);
+      total += length;
+    }
 #pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) {
-    longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
-    total += __shfl_xor_sync(0xffffffffu, total, offset);
+    for (int offset = 16; offset > 0; offset /= 2) {
+      longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
+      total += __shfl_xor_sync(0xffffffffu, total, offset);
+    }
+    if (threadIdx.x % 32 == 0) {
+      warp_longest[threadIdx.x / 32] = longest;
+      warp_total[threadIdx.x / 32] = total;
+    }
+    __syncthreads();
+    longest = 0;
+    total = 0;
+#pragma unroll
+    for (int w = 0; w < kWarpsPerCta; ++w) {
+      longest = max(longest, warp_longest[w]);
+      total += warp_total[w];
+    }
+    return auto_split_count(auto_table.table, total, longest, args.batch, args.num_splits);
   }
-  const int warps = blockDim.x / 32;
-  if (threadIdx.x % 32 == 0) {
-    warp_longest[threadIdx.x / 32] = longest;
-    warp_total[threadIdx.x / 32] = total;
-  }
-  __syncthreads();
-  longest = 0;
-  total = 0;
-  for (int w = 0; w < warps; ++w) {
-    longest = max(longest, warp_longest[w]);
-    total += warp_total[w];
-  }
-  return auto_split_count(args.auto_splits, total, longest, args.batch, args.num_splits);
 }
 
 // Splits of a sequence: an explicit per-sequence count, the batch's auto count, or the fixed one.
@@ -378,7 +387,8 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
   }
 }
 
-// Fixed split counts: one CTA per work item, grid (batch x kv_heads, num_splits).
+// Fixed split counts (and explicit per-sequence counts past kMaxPersistentBatch): one CTA per
+// work item, grid (batch x kv_heads, num_splits).
 // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
 // then split 1, and so on, so the CTAs that hold work are spread over all SMs (kernels/NOTES.md, v6).
 template <typename Element, int kHeadDim, bool kPaged>
@@ -387,9 +397,8 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
   extern __shared__ __align__(128) unsigned char shared_bytes[];
-  const int batch_auto_splits = batch_auto_split_count(args);
   decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, blockIdx.x / args.num_kv_heads,
-                                               blockIdx.x % args.num_kv_heads, blockIdx.y, batch_auto_splits);
+                                               blockIdx.x % args.num_kv_heads, blockIdx.y, 0);
 }
 
 template <int kHeadDim>
@@ -397,20 +406,21 @@ constexpr int persistent_shared_bytes(int batch) {
   return decode_shared_bytes<kHeadDim>() + 4 * (batch + 1);
 }
 
-// Per-sequence split counts (auto, or explicit): a grid of at most the resident CTA slots, each CTA
+// Per-sequence split counts (kAuto: the table's count for the batch; else explicit counts): a grid
+// of at most the resident CTA slots, each CTA
 // walking the work items i, i + gridDim.x, ... . The items are only the splits that hold work: for
 // each sequence in order, its live splits x kv heads (split-major; work_items_of_sequence). A CTA-per-item grid sized for the largest possible count instead
 // launched every surplus CTA, and where those sat changed which SMs the working CTAs got
 // (kernels/NOTES.md, v6 and v7).
-template <typename Element, int kHeadDim, bool kPaged>
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 __global__ void __launch_bounds__(kThreadsPerCta)
-    decode_split_kv_persistent_kernel(const DecodeKernelArgs args) {
+    decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   wait_for_prerequisite_grids();
   allow_dependent_grids_to_launch();
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   int* first_item = reinterpret_cast<int*>(shared_bytes + decode_shared_bytes<kHeadDim>());  // [batch + 1]
   __shared__ int warp_items[kWarpsPerCta];
-  const int batch_auto_splits = batch_auto_split_count(args);
+  const int batch_auto_splits = batch_auto_split_count(args, auto_table);
 
   // first_item[b] = items of sequences < b: each thread counts a contiguous run of sequences,
   // then an exclusive scan over the threads' counts.

@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(kThreadsPerCta) decode_unpacked_gqa_kernel(con
   const int head = blockIdx.x % args.num_heads;
   const int kv_head = head / args.group_size;
   const int seqlen = clamped_length(args, batch_index);
-  const int splits = splits_of_sequence(args, batch_index, batch_auto_split_count(args));
+  const int splits = splits_of_sequence(args, batch_index, 0);  // fixed or explicit counts only
   const SplitRange range = split_range(seqlen, splits, split);
   const bool writes_final_output = active_splits(seqlen, splits) <= 1;
   if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return;
