@@ -160,6 +160,7 @@ class Splitkv:
             h.splitkv_fa2_splits_with_work.restype = ctypes.c_int
             h.splitkv_fa2_splits_with_work.argtypes = [ctypes.c_int] * 3
         self.workspace = None
+        self._auto_tables = []
 
     def choose(self, s, gpu_name, sm_count):
         if self.heuristic is None:
@@ -183,6 +184,9 @@ class Splitkv:
         if rc != 0:
             raise RuntimeError("splitkv_auto_splits_table failed")
         bound = self.lib.splitkv_auto_grid_bound(table, s.batch, s.capacity)
+        # The kernels read the table from device memory; it must outlive every replay of the graph.
+        device_table = torch.tensor(list(bytes(table)), dtype=torch.uint8, device="cuda")
+        self._auto_tables.append(device_table)
         self._ensure_workspace(s, bound)
         capacity = buffers.slot_tokens
 
@@ -191,7 +195,7 @@ class Splitkv:
                 0, 0, s.batch, s.num_heads, s.num_kv_heads, s.head_dim, capacity, 0, 0, 0, bound, 0.0,
                 buffers.q.data_ptr(), buffers.k[copy].data_ptr(), buffers.v[copy].data_ptr(),
                 buffers.seqlens.data_ptr(), None, buffers.out.data_ptr(), None, self.workspace.data_ptr(),
-                ctypes.cast(table, ctypes.c_void_p), None, torch.cuda.current_stream().cuda_stream)
+                ctypes.c_void_p(device_table.data_ptr()), None, torch.cuda.current_stream().cuda_stream)
             if rc != 0:
                 raise RuntimeError(self.lib.splitkv_last_error().decode())
         return call

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,27 +61,39 @@ DecodeShape host_shape(const SweepPoint& shape, int num_sms) {
   return decode_shape(measured, num_sms);
 }
 
-// num_splits = auto with our table (filled once per shape), grid bounded by its largest entry.
+// num_splits = auto with our table (filled once per shape, uploaded once), grid bounded by its
+// largest entry.
 class AutoCustomizer final : public tuner::LaunchCustomizer {
  public:
+  ~AutoCustomizer() override { release(); }
   KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>&, const DecodeParams& params) override {
+    release();
     std::string name;
     const int sms = device_sm_count(&name);
     const NumSplitsPolicy policy = NumSplitsPolicy::for_device(name, sms);
-    policy.fill_auto_splits(num_splits_shape(shape, false), table_);
-    bound_ = auto_grid_bound(table_, shape.batch, params.capacity_tokens());
-    return KernelOutcome::success();
+    AutoSplitsTable table;
+    policy.fill_auto_splits(num_splits_shape(shape, false), table);
+    bound_ = auto_grid_bound(table, shape.batch, params.capacity_tokens());
+    std::vector<int32_t> words(sizeof(table) / sizeof(int32_t));
+    std::memcpy(words.data(), &table, sizeof(table));
+    void* buffer = nullptr;
+    KernelOutcome o = tuner::device_upload(&buffer, words);
+    device_table_ = static_cast<AutoSplitsTable*>(buffer);
+    return o;
   }
   KernelOutcome before_launch(DecodeParams& params, void*) override {
     params.per_sequence_splits = true;
-    params.auto_splits = table_;
+    params.auto_splits = device_table_;
     params.num_splits = std::max(1, std::min(params.num_splits, bound_));
     return KernelOutcome::success();
   }
-  void release() override {}
+  void release() override {
+    cudaFree(device_table_);
+    device_table_ = nullptr;
+  }
 
  private:
-  AutoSplitsTable table_;
+  AutoSplitsTable* device_table_ = nullptr;
   int bound_ = 1;
 };
 

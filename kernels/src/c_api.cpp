@@ -55,8 +55,7 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
   params.workspace = workspace;
   params.splits_per_sequence = splits_per_sequence;
   params.per_sequence_splits = auto_splits_table != nullptr || splits_per_sequence != nullptr;
-  if (auto_splits_table != nullptr)
-    std::memcpy(params.auto_splits.splits, auto_splits_table, sizeof(params.auto_splits.splits));
+  params.auto_splits = reinterpret_cast<const splitkv::AutoSplitsTable*>(auto_splits_table);
   return static_cast<int>(splitkv::decode_attention(params, static_cast<cudaStream_t>(stream)));
 }
 

@@ -71,15 +71,23 @@ cudaError_t resident_ctas(const void* kernel, int shared_bytes, int* ctas) {
   return cudaSuccess;
 }
 
-// Experiment switch (kernels/NOTES.md, v7): launch the persistent grid this many CTAs short of
-// the resident count. The hardware places the CTAs of a grid that fills every slot differently
-// from a smaller one (results/h200/experiments/cta_placement.csv). Read once; default 0.
-int persistent_grid_slack() {
-  static const int slack = [] {
-    const char* value = std::getenv("SPLITKV_PERSISTENT_GRID_SLACK");
-    return value != nullptr ? std::max(0, std::atoi(value)) : 0;
+// CTAs per SM of the persistent grid. 1 (the default) pads its shared memory past half an SM's,
+// so every CTA sits on its own SM and the work items spread over SMs whatever order the hardware
+// places CTAs in; with two per SM, the first items' CTAs shared SMs (kernels/NOTES.md, v7).
+// SPLITKV_PERSISTENT_CTAS_PER_SM=2 keeps the measured alternative. Read once.
+int persistent_ctas_per_sm() {
+  static const int per_sm = [] {
+    const char* value = std::getenv("SPLITKV_PERSISTENT_CTAS_PER_SM");
+    return value != nullptr && std::atoi(value) == 2 ? 2 : 1;
   }();
-  return slack;
+  return per_sm;
+}
+
+cudaError_t shared_memory_per_sm(int* bytes) {
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error == cudaSuccess) error = cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+  return error;
 }
 
 // Programmatic dependent launch needs sm_90; older devices get plain stream order.
@@ -120,15 +128,21 @@ cudaError_t launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, 
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
                               cudaStream_t stream) {
-  const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(params.batch);
   const void* kernel =
       reinterpret_cast<const void*>(&kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto>);
-  cudaError_t error = allow_shared_memory(kernel, kernels::persistent_shared_bytes<kHeadDim>(kMaxPersistentBatch));
+  int per_sm_bytes = 0;
+  cudaError_t error = shared_memory_per_sm(&per_sm_bytes);
+  if (error != cudaSuccess) return error;
+  const int one_per_sm_bytes = per_sm_bytes / 2 + 1024;
+  int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(params.batch);
+  if (persistent_ctas_per_sm() == 1) shared_bytes = std::max(shared_bytes, one_per_sm_bytes);
+  error = allow_shared_memory(
+      kernel, std::max(kernels::persistent_shared_bytes<kHeadDim>(kMaxPersistentBatch), one_per_sm_bytes));
   int resident = 0;
   if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
   if (error != cudaSuccess) return error;
   const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-  const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident - persistent_grid_slack(), 1)));
+  const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
   kernels::AutoTableArgument<kAuto> auto_table{};
   if constexpr (kAuto) auto_table.table = params.auto_splits;
   return launch_kernel(kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto>, dim3(grid),
@@ -230,13 +244,11 @@ Status validate(const DecodeParams& p, std::string* message) {
                                        "to " + std::to_string(kMaxPersistentBatch) + ", got " + std::to_string(p.batch) +
                                        "; pass explicit splits_per_sequence or a fixed num_splits");
   if (p.per_sequence_splits && p.splits_per_sequence == nullptr) {
-    for (int r = 0; r < AutoSplitsTable::kBatchClasses; ++r)
-      for (int i = 0; i < AutoSplitsTable::kLengthBuckets; ++i) {
-        if (p.auto_splits.splits[r][i] < 1)
-          return reject(Status::invalid_argument, "auto_splits.splits[" + std::to_string(r) + "][" +
-                                                      std::to_string(i) + "] is 0; every batch class and length "
-                                                      "bucket needs a split count >= 1");
-      }
+    if (p.auto_splits == nullptr)
+      return reject(Status::invalid_argument, "auto_splits is null; num_splits = auto (per_sequence_splits) needs "
+                                              "the AutoSplitsTable in device memory");
+    if (reinterpret_cast<uintptr_t>(p.auto_splits) % 4 != 0)
+      return reject(Status::invalid_argument, "auto_splits must be 4-byte aligned");
   }
   if (p.layout == KvLayout::paged) {
     if (!is_power_of_two(p.page_size) || p.page_size > 1024)

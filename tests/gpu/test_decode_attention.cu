@@ -164,6 +164,18 @@ Case random_case(int i, std::mt19937_64& rng) {
   return c;
 }
 
+// A num_splits = auto table in device memory, for as long as the test uses it.
+struct DeviceAutoTable {
+  AutoSplitsTable* pointer = nullptr;
+  explicit DeviceAutoTable(const AutoSplitsTable& host) {
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&pointer, sizeof host));
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(pointer, &host, sizeof host, cudaMemcpyHostToDevice));
+  }
+  ~DeviceAutoTable() { cudaFree(pointer); }
+  DeviceAutoTable(const DeviceAutoTable&) = delete;
+  DeviceAutoTable& operator=(const DeviceAutoTable&) = delete;
+};
+
 TEST(DecodeAttentionGpu, UnpackedGqaKernelAgainstFloat64Reference) {
   SPLITKV_REQUIRE_GPU();
   std::mt19937_64 rng(77);
@@ -316,7 +328,8 @@ TEST(DecodeAttentionGpu, CudaGraphWithAutoSplitsServesChangingLengths) {
     ASSERT_TRUE(device.allocated());
     DecodeParams params = device.params(bound, true);
     params.per_sequence_splits = true;
-    params.auto_splits = table;
+    const DeviceAutoTable device_table(table);
+    params.auto_splits = device_table.pointer;
     expect_one_graph_serves_all_lengths(problem, device, params,
                                         {{8192, 17, 1000, 2500, 64}, {1, 8000, 300, 0, 4096}, {5000, 5000, 5000, 5000, 5000}});
   }
@@ -346,8 +359,11 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsAcrossManySequences) {
       ASSERT_TRUE(device.allocated());
       DecodeParams params = device.params(bound, true);
       params.per_sequence_splits = true;
-      for (auto& row : params.auto_splits.splits)
+      AutoSplitsTable table;
+      for (auto& row : table.splits)
         for (auto& entry : row) entry = static_cast<unsigned char>(1 + rng() % 8);
+      const DeviceAutoTable device_table(table);
+      params.auto_splits = device_table.pointer;
       int32_t* counts = nullptr;
       if (explicit_counts) {
         std::vector<int32_t> host_counts(batch);
@@ -390,8 +406,11 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsOnTheDevice) {
     ASSERT_TRUE(device.allocated());
     DecodeParams params = device.params(c.num_splits, true);
     params.per_sequence_splits = true;
-    for (auto& row : params.auto_splits.splits)
+    AutoSplitsTable table;
+    for (auto& row : table.splits)
       for (auto& entry : row) entry = static_cast<unsigned char>(1 + rng() % 128);
+    const DeviceAutoTable device_table(table);
+    params.auto_splits = device_table.pointer;
     std::vector<double> ref_out, ref_lse;
     reference::attention(problem, ref_out, ref_lse);
     device.poison();
@@ -476,7 +495,11 @@ TEST(DecodeAttentionArguments, RejectsBadArgumentsWithClearMessages) {
   p = valid_params();
   p = valid_params();
   p.per_sequence_splits = true;
-  expect_rejected(p, Status::invalid_argument, "auto_splits");
+  expect_rejected(p, Status::invalid_argument, "auto_splits is null");
+  p.auto_splits = reinterpret_cast<const AutoSplitsTable*>(0x1002);
+  expect_rejected(p, Status::invalid_argument, "4-byte aligned");
+  p.batch = kMaxPersistentBatch + 1;
+  expect_rejected(p, Status::unsupported, "batches up to");
   p = valid_params();
   static const int32_t too_long[2] = {10, 65};
   p.host_cache_seqlens = too_long;

@@ -37,8 +37,9 @@ int splitkv_auto_table_bytes(void);
 
 /* The same call with per-sequence split counts ("num_splits = auto"). num_splits is then the grid's
  * upper bound. splits_per_sequence (device memory, [batch], may be NULL) gives explicit counts;
- * otherwise auto_splits_table (host memory, splitkv_auto_table_bytes() entries in [1, 255]) is what
- * the device asks about the batch's effective batch and max real length, read from cache_seqlens. */
+ * otherwise auto_splits_table (DEVICE memory, 4-byte aligned, splitkv_auto_table_bytes() entries, kept
+ * alive while a captured graph may replay the call) is what the device asks about the batch's
+ * effective batch and max real length, read from cache_seqlens. batch <= 2047 for auto. */
 int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int num_heads, int num_kv_heads,
                                           int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
                                           int num_pages, int num_splits, float softmax_scale, const void* q,
@@ -48,7 +49,8 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
                                           const int32_t* splits_per_sequence, void* stream);
 
 /* Smallest num_splits bound that serves every batch of `batch` sequences with lengths up to
- * cache_capacity under an auto table: the grid bound to launch, or capture, for "auto". */
+ * cache_capacity under an auto table (HOST memory: the copy it was uploaded from): the bound to
+ * launch, or capture, for "auto", and what the workspace is sized for. */
 int splitkv_auto_grid_bound(const unsigned char* auto_splits_table, int batch, int cache_capacity);
 
 /* Message of the last failed call on this thread ("" if none). */

@@ -32,7 +32,9 @@ inline constexpr int kTokensPerTile = 64;
 // length, rounded: the batch of max-length sequences doing the same work, as the host's
 // NumSplitsShape::total_seqlen lookup does) and its max real length. No length travels to the host,
 // so one captured CUDA graph serves every length. The host fills it once per model shape from a
-// tuned table (NumSplitsPolicy::fill_auto_splits, or the C ABI's splitkv_auto_splits_table).
+// tuned table (NumSplitsPolicy::fill_auto_splits, or the C ABI's splitkv_auto_splits_table) and
+// copies it to device memory once: a kernel argument this size made every launch slower
+// (kernels/NOTES.md, v7).
 // Row r: effective batches nearest auto_batch_class_batch(r) on a log scale (auto_batch_class);
 // column i: lengths nearest 2^i (length_bucket). Both in split_partition.hpp.
 struct AutoSplitsTable {
@@ -64,7 +66,9 @@ struct DecodeParams {
   int num_splits = 1;          // 1..kMaxSplits; splits past a sequence's real work exit early.
                                // With per_sequence_splits: the grid's upper bound (CUDA-graph cap).
   bool per_sequence_splits = false;  // num_splits = auto: the device picks from auto_splits
-  AutoSplitsTable auto_splits;       // entries in [1, 255], clamped to num_splits
+  // Device memory, 4-byte aligned, filled before the call and left in place while a captured graph
+  // may replay it. Entries are clamped to [1, num_splits].
+  const AutoSplitsTable* auto_splits = nullptr;
   // Optional device array [batch] of explicit per-sequence split counts, for schedules computed on
   // the device by someone else (FA3's prepare kernel, say). Clamped to [1, num_splits]; takes
   // precedence over auto_splits.

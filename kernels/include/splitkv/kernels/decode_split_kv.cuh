@@ -55,7 +55,7 @@ template <bool kAuto>
 struct AutoTableArgument {};
 template <>
 struct AutoTableArgument<true> {
-  AutoSplitsTable table;
+  const AutoSplitsTable* table;  // device memory
 };
 
 __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int batch_index) {
@@ -74,6 +74,13 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
   } else {
     __shared__ int warp_longest[kWarpsPerCta];
     __shared__ long long warp_total[kWarpsPerCta];
+    // The whole table comes in with the lengths, in the same memory round trip; the entry is
+    // picked from shared memory once the reduction is done.
+    constexpr int kTableWords = sizeof(AutoSplitsTable) / 4;
+    static_assert(sizeof(AutoSplitsTable) % 4 == 0, "the table is copied in 4-byte words");
+    __shared__ uint32_t table_words[kTableWords];
+    const uint32_t* table_source = reinterpret_cast<const uint32_t*>(auto_table.table);
+    for (int i = threadIdx.x; i < kTableWords; i += kThreadsPerCta) table_words[i] = __ldg(table_source + i);
     int longest = 0;
     long long total = 0;
     for (int b = threadIdx.x; b < args.batch; b += kThreadsPerCta) {
@@ -98,7 +105,8 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
       longest = max(longest, warp_longest[w]);
       total += warp_total[w];
     }
-    return auto_split_count(auto_table.table, total, longest, args.batch, args.num_splits);
+    return auto_split_count(*reinterpret_cast<const AutoSplitsTable*>(table_words), total, longest, args.batch,
+                            args.num_splits);
   }
 }
 
