@@ -71,14 +71,22 @@ cudaError_t resident_ctas(const void* kernel, int shared_bytes, int* ctas) {
   return cudaSuccess;
 }
 
-// CTAs per SM of the persistent grid. 1 (the default) pads its shared memory past half an SM's,
-// so every CTA sits on its own SM and the work items spread over SMs whatever order the hardware
-// places CTAs in; with two per SM, the first items' CTAs shared SMs (kernels/NOTES.md, v7).
-// SPLITKV_PERSISTENT_CTAS_PER_SM=2 keeps the measured alternative. Read once.
+// How num_splits = auto is scheduled: "persistent" (the default here) walks only the splits that
+// hold work on a grid of at most the resident CTAs; "grid" launches one CTA per possible work item
+// and lets the surplus exit (kernels/NOTES.md, v7). SPLITKV_AUTO_SCHEDULE picks one for measurement;
+// SPLITKV_PERSISTENT_CTAS_PER_SM=1 pads the persistent CTAs to one per SM. Read once.
+bool auto_schedule_is_persistent() {
+  static const bool persistent = [] {
+    const char* value = std::getenv("SPLITKV_AUTO_SCHEDULE");
+    return value == nullptr || std::string(value) != "grid";
+  }();
+  return persistent;
+}
+
 int persistent_ctas_per_sm() {
   static const int per_sm = [] {
     const char* value = std::getenv("SPLITKV_PERSISTENT_CTAS_PER_SM");
-    return value != nullptr && std::atoi(value) == 2 ? 2 : 1;
+    return value != nullptr && std::atoi(value) == 1 ? 1 : 2;
   }();
   return per_sm;
 }
@@ -149,6 +157,20 @@ cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeK
                        dim3(kernels::kThreadsPerCta), shared_bytes, stream, args, auto_table);
 }
 
+// One CTA per possible work item: grid (batch x kv_heads, num_splits).
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
+cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
+  constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
+  const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
+  const cudaError_t error = allow_shared_memory(kernel, shared_bytes);
+  if (error != cudaSuccess) return error;
+  kernels::AutoTableArgument<kAuto> auto_table{};
+  if constexpr (kAuto) auto_table.table = params.auto_splits;
+  return launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>,
+                       dim3(params.batch * params.num_kv_heads, params.num_splits), dim3(kernels::kThreadsPerCta),
+                       shared_bytes, stream, args, auto_table);
+}
+
 template <typename Element, int kHeadDim, bool kAuto>
 cudaError_t launch_combine(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
   const int rows = params.batch * params.num_heads;
@@ -162,25 +184,20 @@ cudaError_t launch_combine(const DecodeParams& params, const kernels::DecodeKern
 template <typename Element, int kHeadDim, bool kPaged>
 Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
               cudaStream_t stream) {
-  // validate() has checked that an auto call fits the persistent grid.
   const bool auto_table = params.per_sequence_splits && params.splits_per_sequence == nullptr;
   const bool per_sequence = auto_table || params.splits_per_sequence != nullptr;
   if (auto_table && kernel != DecodeKernel::packed_gqa)
     return fail(Status::unsupported, "num_splits = auto (per_sequence_splits with auto_splits) runs on the "
                                      "packed_gqa kernel only");
   cudaError_t error;
-  if (kernel == DecodeKernel::packed_gqa && per_sequence && params.batch <= kMaxPersistentBatch) {
+  const bool persistent = kernel == DecodeKernel::packed_gqa && per_sequence && params.batch <= kMaxPersistentBatch &&
+                          (!auto_table || auto_schedule_is_persistent());
+  if (persistent) {
     error = auto_table ? launch_persistent<Element, kHeadDim, kPaged, true>(params, args, stream)
                        : launch_persistent<Element, kHeadDim, kPaged, false>(params, args, stream);
   } else if (kernel == DecodeKernel::packed_gqa) {
-    constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
-    const void* split_kernel =
-        reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>);
-    error = allow_shared_memory(split_kernel, shared_bytes);
-    if (error == cudaSuccess)
-      error = launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged>,
-                            dim3(params.batch * params.num_kv_heads, params.num_splits),
-                            dim3(kernels::kThreadsPerCta), shared_bytes, stream, args);
+    error = auto_table ? launch_grid<Element, kHeadDim, kPaged, true>(params, args, stream)
+                       : launch_grid<Element, kHeadDim, kPaged, false>(params, args, stream);
   } else {
     const dim3 grid(params.batch * params.num_heads, params.num_splits);
     error = launch_kernel(kernels::decode_unpacked_gqa_kernel<Element, kHeadDim, kPaged>, grid,
@@ -239,10 +256,6 @@ Status validate(const DecodeParams& p, std::string* message) {
   if (p.num_splits < 1 || p.num_splits > kMaxSplits)
     return reject(Status::invalid_argument, "num_splits must be in [1, " + std::to_string(kMaxSplits) + "], got " +
                                                 std::to_string(p.num_splits));
-  if (p.per_sequence_splits && p.splits_per_sequence == nullptr && p.batch > kMaxPersistentBatch)
-    return reject(Status::unsupported, "num_splits = auto (per_sequence_splits with auto_splits) serves batches up "
-                                       "to " + std::to_string(kMaxPersistentBatch) + ", got " + std::to_string(p.batch) +
-                                       "; pass explicit splits_per_sequence or a fixed num_splits");
   if (p.per_sequence_splits && p.splits_per_sequence == nullptr) {
     if (p.auto_splits == nullptr)
       return reject(Status::invalid_argument, "auto_splits is null; num_splits = auto (per_sequence_splits) needs "

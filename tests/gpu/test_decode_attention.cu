@@ -336,8 +336,8 @@ TEST(DecodeAttentionGpu, CudaGraphWithAutoSplitsServesChangingLengths) {
 }
 
 // The persistent schedule's work-item offsets: more sequences than threads (each thread scans a
-// run of them); past kMaxPersistentBatch explicit counts take the CTA-per-item grid and auto is
-// refused with a message. Ragged lengths with empty sequences.
+// run of them); past kMaxPersistentBatch the CTA-per-item grid, for auto and explicit counts.
+// Ragged lengths with empty sequences.
 TEST(DecodeAttentionGpu, PerSequenceSplitsAcrossManySequences) {
   SPLITKV_REQUIRE_GPU();
   std::mt19937_64 rng(11);
@@ -371,11 +371,6 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsAcrossManySequences) {
         ASSERT_EQ(cudaSuccess, cudaMalloc(&counts, batch * sizeof(int32_t)));
         ASSERT_EQ(cudaSuccess, cudaMemcpy(counts, host_counts.data(), batch * sizeof(int32_t), cudaMemcpyHostToDevice));
         params.splits_per_sequence = counts;
-      }
-      if (batch > kMaxPersistentBatch && !explicit_counts) {  // auto needs the persistent grid
-        EXPECT_EQ(Status::unsupported, decode_attention(params, nullptr));
-        EXPECT_NE(std::string(last_error_message()).find("batches up to"), std::string::npos) << last_error_message();
-        continue;
       }
       std::vector<double> ref_out, ref_lse;
       reference::attention(problem, ref_out, ref_lse);
@@ -498,8 +493,6 @@ TEST(DecodeAttentionArguments, RejectsBadArgumentsWithClearMessages) {
   expect_rejected(p, Status::invalid_argument, "auto_splits is null");
   p.auto_splits = reinterpret_cast<const AutoSplitsTable*>(0x1002);
   expect_rejected(p, Status::invalid_argument, "4-byte aligned");
-  p.batch = kMaxPersistentBatch + 1;
-  expect_rejected(p, Status::unsupported, "batches up to");
   p = valid_params();
   static const int32_t too_long[2] = {10, 65};
   p.host_cache_seqlens = too_long;

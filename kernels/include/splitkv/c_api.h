@@ -39,7 +39,7 @@ int splitkv_auto_table_bytes(void);
  * upper bound. splits_per_sequence (device memory, [batch], may be NULL) gives explicit counts;
  * otherwise auto_splits_table (DEVICE memory, 4-byte aligned, splitkv_auto_table_bytes() entries, kept
  * alive while a captured graph may replay the call) is what the device asks about the batch's
- * effective batch and max real length, read from cache_seqlens. batch <= 2047 for auto. */
+ * effective batch and max real length, read from cache_seqlens. */
 int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int num_heads, int num_kv_heads,
                                           int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
                                           int num_pages, int num_splits, float softmax_scale, const void* q,

@@ -21,8 +21,7 @@ enum class Status : int {
 inline constexpr int kMaxSplits = 256;
 // Largest batch the persistent schedule of per-sequence split counts serves: its work-item
 // offsets ([batch + 1] ints) sit in shared memory beside the pipeline's, and 8 KB more keeps every
-// head size at its CTAs per SM. num_splits = auto needs it; explicit splits_per_sequence past it
-// run one CTA per possible work item.
+// head size at its CTAs per SM. Larger batches run one CTA per possible work item.
 inline constexpr int kMaxPersistentBatch = 2047;
 // Tokens one CTA consumes per pipeline step; splits are aligned to it.
 inline constexpr int kTokensPerTile = 64;

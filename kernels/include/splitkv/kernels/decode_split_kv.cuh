@@ -395,18 +395,20 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
   }
 }
 
-// Fixed split counts (and explicit per-sequence counts past kMaxPersistentBatch): one CTA per
-// work item, grid (batch x kv_heads, num_splits).
+// One CTA per possible work item, grid (batch x kv_heads, num_splits): fixed split counts; explicit
+// per-sequence counts past kMaxPersistentBatch; and (kAuto) the table's count for the batch, where
+// CTAs past a sequence's live splits exit at once.
 // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
 // then split 1, and so on, so the CTAs that hold work are spread over all SMs (kernels/NOTES.md, v6).
-template <typename Element, int kHeadDim, bool kPaged>
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 __global__ void __launch_bounds__(kThreadsPerCta)
-    decode_split_kv_kernel(const DecodeKernelArgs args) {
+    decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
   extern __shared__ __align__(128) unsigned char shared_bytes[];
+  const int batch_auto_splits = batch_auto_split_count(args, auto_table);
   decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, blockIdx.x / args.num_kv_heads,
-                                               blockIdx.x % args.num_kv_heads, blockIdx.y, 0);
+                                               blockIdx.x % args.num_kv_heads, blockIdx.y, batch_auto_splits);
 }
 
 template <int kHeadDim>
