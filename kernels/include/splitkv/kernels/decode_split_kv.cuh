@@ -74,13 +74,18 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
   } else {
     __shared__ int warp_longest[kWarpsPerCta];
     __shared__ long long warp_total[kWarpsPerCta];
-    // The whole table comes in with the lengths, in the same memory round trip; the entry is
-    // picked from shared memory once the reduction is done.
+    // The whole table comes in with the lengths, in the same memory round trip: its words are
+    // loaded into registers first and stored to shared memory only after the length loads are
+    // issued (storing each word at once would wait for it before the lengths are even asked for).
+    // The entry is picked from shared memory once the reduction is done.
     constexpr int kTableWords = sizeof(AutoSplitsTable) / 4;
     static_assert(sizeof(AutoSplitsTable) % 4 == 0, "the table is copied in 4-byte words");
+    static_assert(kTableWords <= 2 * kThreadsPerCta, "two table words per thread");
     __shared__ uint32_t table_words[kTableWords];
     const uint32_t* table_source = reinterpret_cast<const uint32_t*>(auto_table.table);
-    for (int i = threadIdx.x; i < kTableWords; i += kThreadsPerCta) table_words[i] = __ldg(table_source + i);
+    const int second_word = threadIdx.x + kThreadsPerCta;
+    const uint32_t first_value = __ldg(table_source + threadIdx.x);
+    const uint32_t second_value = second_word < kTableWords ? __ldg(table_source + second_word) : 0u;
     int longest = 0;
     long long total = 0;
     for (int b = threadIdx.x; b < args.batch; b += kThreadsPerCta) {
@@ -88,6 +93,8 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
       longest = max(longest, length);
       total += length;
     }
+    table_words[threadIdx.x] = first_value;
+    if (second_word < kTableWords) table_words[second_word] = second_value;
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) {
       longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
