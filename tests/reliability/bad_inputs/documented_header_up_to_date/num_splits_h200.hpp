@@ -222,9 +222,9 @@ SPLITKV_GENERATED_HOST_DEVICE inline int determine_num_splits(const ShapeInfo& s
              : determine_num_splits_capacity_only(shape);
 }
 
-// Per-sequence choice on the device (DecodeParams::splits_by_length, num_splits = auto): the
-// real-length table's answer for every length bucket i (lengths nearest 2^i in log scale,
-// the buckets of kernels' length_bucket()) for this batch's CTAs, clamped to [1, 255].
+// One row of the num_splits = auto table (DecodeParams::auto_splits, the row of a batch of
+// `batch` max-length sequences): the real-length table's answer for every length bucket i
+// (lengths nearest 2^i in log scale, the kernels' length_bucket()), clamped to [1, 255].
 SPLITKV_GENERATED_HOST_DEVICE inline void fill_splits_by_length(int batch, int num_kv_heads, int head_dim,
                                                                 int page_size, unsigned char* splits,
                                                                 int buckets) {
