@@ -20,7 +20,8 @@ std::size_t decode_workspace_bytes(const DecodeParams& params);
 
 // The kernels behind decode_attention. packed_gqa is the product kernel; unpacked_gqa is a
 // simple CUDA-core kernel, one CTA per query head, kept as a baseline and as a second
-// implementation for the kernel-agnostic tuner.
+// implementation for the kernel-agnostic tuner. num_splits = auto (per_sequence_splits with
+// auto_splits) runs on packed_gqa only; unpacked_gqa answers Status::unsupported for it.
 enum class DecodeKernel : int { packed_gqa = 0, unpacked_gqa = 1 };
 
 // Split kernel, then (num_splits > 1) the combine, on `stream`. Enqueues only: no host
