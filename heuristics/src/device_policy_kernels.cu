@@ -61,13 +61,31 @@ DecodeShape host_shape(const SweepPoint& shape, int num_sms) {
   return decode_shape(measured, num_sms);
 }
 
-// num_splits = auto with our table (filled once per shape, uploaded once), grid bounded by its
-// largest entry.
-class AutoCustomizer final : public tuner::LaunchCustomizer {
+// A customizer that owns one device buffer: uploaded in prepare(), freed in release(); and the
+// grid bound it caps the sweep's num_splits with.
+class DeviceBufferCustomizer : public tuner::LaunchCustomizer {
  public:
-  ~AutoCustomizer() override { release(); }
-  KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>&, const DecodeParams& params) override {
+  ~DeviceBufferCustomizer() override { release(); }
+  void release() override {
+    cudaFree(buffer_);
+    buffer_ = nullptr;
+  }
+
+ protected:
+  KernelOutcome upload(const std::vector<int32_t>& words) {
     release();
+    return tuner::device_upload(&buffer_, words);
+  }
+  int capped(int cap) const { return std::max(1, std::min(cap, bound_)); }
+  void* buffer_ = nullptr;
+  int bound_ = 1;
+};
+
+// num_splits = auto with our table (filled once per shape, uploaded once), bounded by its
+// largest entry.
+class AutoCustomizer final : public DeviceBufferCustomizer {
+ public:
+  KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>&, const DecodeParams& params) override {
     std::string name;
     const int sms = device_sm_count(&name);
     const NumSplitsPolicy policy = NumSplitsPolicy::for_device(name, sms);
@@ -76,65 +94,42 @@ class AutoCustomizer final : public tuner::LaunchCustomizer {
     bound_ = auto_grid_bound(table, shape.batch, params.capacity_tokens());
     std::vector<int32_t> words(sizeof(table) / sizeof(int32_t));
     std::memcpy(words.data(), &table, sizeof(table));
-    void* buffer = nullptr;
-    KernelOutcome o = tuner::device_upload(&buffer, words);
-    device_table_ = static_cast<AutoSplitsTable*>(buffer);
-    return o;
+    return upload(words);
   }
   KernelOutcome before_launch(DecodeParams& params, void*) override {
     params.per_sequence_splits = true;
-    params.auto_splits = device_table_;
-    params.num_splits = std::max(1, std::min(params.num_splits, bound_));
+    params.auto_splits = static_cast<const AutoSplitsTable*>(buffer_);
+    params.num_splits = capped(params.num_splits);
     return KernelOutcome::success();
   }
-  void release() override {
-    cudaFree(device_table_);
-    device_table_ = nullptr;
-  }
-
- private:
-  AutoSplitsTable* device_table_ = nullptr;
-  int bound_ = 1;
 };
 
 // Explicit per-sequence counts in device memory (FA3's prepare kernel writes them on every
 // launch; FlashInfer's plan is uploaded once).
-class PerSequenceCustomizer : public tuner::LaunchCustomizer {
- public:
-  ~PerSequenceCustomizer() override { release(); }
-  void release() override {
-    cudaFree(splits_);
-    splits_ = nullptr;
-  }
-
+class PerSequenceCustomizer : public DeviceBufferCustomizer {
  protected:
-  int32_t* splits_ = nullptr;
-  int grid_ = 1;
+  int32_t* splits() const { return static_cast<int32_t*>(buffer_); }
 };
 
 class Fa3DynamicCustomizer final : public PerSequenceCustomizer {
  public:
   KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>& lengths, const DecodeParams& params) override {
-    release();
     sms_ = device_sm_count();
     inputs_ = fa3_dynamic_inputs(host_shape(shape, sms_));
-    grid_ = inputs_.static_splits;
+    bound_ = inputs_.static_splits;
     kv_heads_ = shape.num_kv_heads;
     seqlens_ = params.cache_seqlens;
     batch_ = shape.batch;
-    void* buffer = nullptr;
-    KernelOutcome o = tuner::device_upload(&buffer, std::vector<int32_t>(lengths.size(), 1));
-    splits_ = static_cast<int32_t*>(buffer);
-    return o;
+    return upload(std::vector<int32_t>(lengths.size(), 1));
   }
   KernelOutcome before_launch(DecodeParams& params, void* stream) override {
     if (inputs_.dynamic) {
-      const int error = enqueue_fa3_dynamic_prepare(seqlens_, batch_, inputs_, kv_heads_, sms_, splits_, stream);
+      const int error = enqueue_fa3_dynamic_prepare(seqlens_, batch_, inputs_, kv_heads_, sms_, splits(), stream);
       if (KernelOutcome o = tuner::cuda_outcome(error); !o.ok()) return o;
-      params.splits_per_sequence = splits_;
+      params.splits_per_sequence = splits();
     }
     // Not dynamic (batch > 992): every sequence takes the static count, as FA3 launches it.
-    params.num_splits = std::max(1, std::min(params.num_splits, grid_));
+    params.num_splits = capped(params.num_splits);
     return KernelOutcome::success();
   }
 
@@ -147,18 +142,14 @@ class Fa3DynamicCustomizer final : public PerSequenceCustomizer {
 class FlashinferPlanCustomizer final : public PerSequenceCustomizer {
  public:
   KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>& lengths, const DecodeParams&) override {
-    release();
     const std::vector<int> plan =
         flashinfer_splits_per_sequence(host_shape(shape, device_sm_count()), std::vector<int>(lengths.begin(), lengths.end()));
-    grid_ = plan.empty() ? 1 : *std::max_element(plan.begin(), plan.end());
-    void* buffer = nullptr;
-    KernelOutcome o = tuner::device_upload(&buffer, std::vector<int32_t>(plan.begin(), plan.end()));
-    splits_ = static_cast<int32_t*>(buffer);
-    return o;
+    bound_ = plan.empty() ? 1 : *std::max_element(plan.begin(), plan.end());
+    return upload(std::vector<int32_t>(plan.begin(), plan.end()));
   }
   KernelOutcome before_launch(DecodeParams& params, void*) override {
-    params.splits_per_sequence = splits_;
-    params.num_splits = std::max(1, std::min(params.num_splits, grid_));
+    params.splits_per_sequence = splits();
+    params.num_splits = capped(params.num_splits);
     return KernelOutcome::success();
   }
 };
