@@ -131,6 +131,14 @@ cudaError_t launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, 
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
+// The auto table as the auto kernels take it (nothing for the others).
+template <bool kAuto>
+kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params) {
+  kernels::AutoTableArgument<kAuto> argument{};
+  if constexpr (kAuto) argument.table = params.auto_splits;
+  return argument;
+}
+
 // Per-sequence split counts on the persistent grid: at most the resident CTA slots, never more
 // CTAs than the largest possible number of work items.
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
@@ -151,10 +159,8 @@ cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeK
   if (error != cudaSuccess) return error;
   const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
   const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
-  kernels::AutoTableArgument<kAuto> auto_table{};
-  if constexpr (kAuto) auto_table.table = params.auto_splits;
   return launch_kernel(kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto>, dim3(grid),
-                       dim3(kernels::kThreadsPerCta), shared_bytes, stream, args, auto_table);
+                       dim3(kernels::kThreadsPerCta), shared_bytes, stream, args, auto_table_argument<kAuto>(params));
 }
 
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).
@@ -164,21 +170,17 @@ cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelA
   const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
   const cudaError_t error = allow_shared_memory(kernel, shared_bytes);
   if (error != cudaSuccess) return error;
-  kernels::AutoTableArgument<kAuto> auto_table{};
-  if constexpr (kAuto) auto_table.table = params.auto_splits;
   return launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>,
                        dim3(params.batch * params.num_kv_heads, params.num_splits), dim3(kernels::kThreadsPerCta),
-                       shared_bytes, stream, args, auto_table);
+                       shared_bytes, stream, args, auto_table_argument<kAuto>(params));
 }
 
 template <typename Element, int kHeadDim, bool kAuto>
 cudaError_t launch_combine(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
   const int rows = params.batch * params.num_heads;
-  kernels::AutoTableArgument<kAuto> auto_table{};
-  if constexpr (kAuto) auto_table.table = params.auto_splits;
   return launch_kernel(kernels::combine_splits_kernel<Element, kHeadDim, kAuto>,
                        dim3(ceil_div(rows, kernels::kCombineRowsPerCta)), dim3(kernels::kCombineRowsPerCta * 32), 0,
-                       stream, args, rows, auto_table);
+                       stream, args, rows, auto_table_argument<kAuto>(params));
 }
 
 template <typename Element, int kHeadDim, bool kPaged>

@@ -424,10 +424,10 @@ constexpr int persistent_shared_bytes(int batch) {
 }
 
 // Per-sequence split counts (kAuto: the table's count for the batch; else explicit counts): a grid
-// of at most the resident CTA slots, each CTA
-// walking the work items i, i + gridDim.x, ... . The items are only the splits that hold work: for
-// each sequence in order, its live splits x kv heads (split-major; work_items_of_sequence). A CTA-per-item grid sized for the largest possible count instead
-// launched every surplus CTA, and where those sat changed which SMs the working CTAs got
+// of at most the resident CTA slots, each CTA walking the work items i, i + gridDim.x, ... . The
+// items are only the splits that hold work: for each sequence in order, its live splits x kv heads
+// (split-major; work_items_of_sequence). A CTA-per-item grid sized for the largest possible count
+// instead launches every surplus CTA, and where those sit changes which SMs the working CTAs get
 // (kernels/NOTES.md, v6 and v7).
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 __global__ void __launch_bounds__(kThreadsPerCta)
@@ -439,15 +439,17 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   __shared__ int warp_items[kWarpsPerCta];
   const int batch_auto_splits = batch_auto_split_count(args, auto_table);
 
-  // first_item[b] = items of sequences < b: each thread counts a contiguous run of sequences,
-  // then an exclusive scan over the threads' counts.
+  // first_item[b] = items of sequences < b: each thread writes the offsets within its contiguous
+  // run of sequences, then adds the run's offset from an exclusive scan over the threads' counts.
   const int per_thread = ceil_div(args.batch, kThreadsPerCta);
   const int first_sequence = threadIdx.x * per_thread;
   const int end_sequence = min(first_sequence + per_thread, args.batch);
   int items = 0;
-  for (int b = first_sequence; b < end_sequence; ++b)
+  for (int b = first_sequence; b < end_sequence; ++b) {
+    first_item[b] = items;
     items += work_items_of_sequence(clamped_length(args, b), splits_of_sequence(args, b, batch_auto_splits),
                                     args.num_kv_heads);
+  }
   const int lane = threadIdx.x % 32;
   int inclusive = items;
 #pragma unroll
@@ -459,12 +461,8 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   __syncthreads();
   int offset_of_warp = 0;
   for (int w = 0; w < threadIdx.x / 32; ++w) offset_of_warp += warp_items[w];
-  int running = offset_of_warp + inclusive - items;
-  for (int b = first_sequence; b < end_sequence; ++b) {
-    first_item[b] = running;
-    running += work_items_of_sequence(clamped_length(args, b), splits_of_sequence(args, b, batch_auto_splits),
-                                      args.num_kv_heads);
-  }
+  const int run_offset = offset_of_warp + inclusive - items;
+  for (int b = first_sequence; b < end_sequence; ++b) first_item[b] += run_offset;
   if (threadIdx.x == kThreadsPerCta - 1) first_item[args.batch] = offset_of_warp + inclusive;
   __syncthreads();
 
