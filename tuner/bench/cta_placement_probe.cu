@@ -58,22 +58,23 @@ int main(int argc, char** argv) {
   if (!check(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties")) return 1;
   const int sms = properties.multiProcessorCount;
   struct Config {
-    const char* name;
+    std::string name;
     int grid_x, grid_y, shared_bytes;
   };
   // 100 KB: d=128 (2 CTAs/SM); 66 KB: d=64 (3/SM); 200 KB: d=256 (1/SM).
   std::vector<Config> configs = {
-      {"2d_128x2_smem100k", 128, 2, 100 * 1024}, {"2d_128x6_smem100k", 128, 6, 100 * 1024},
-      {"1d_132_smem200k", sms, 1, 200 * 1024},    {"1d_131_smem200k", sms - 1, 1, 200 * 1024},
+      {"2d_128x2_smem100k", 128, 2, 100 * 1024},
+      {"2d_128x6_smem100k", 128, 6, 100 * 1024},
+      {"1d_" + std::to_string(sms) + "_smem200k", sms, 1, 200 * 1024},
+      {"1d_" + std::to_string(sms - 1) + "_smem200k", sms - 1, 1, 200 * 1024},
   };
   // Grids around the resident count: does a grid that fills every slot place its first CTAs
   // differently from one a few CTAs smaller?
-  static std::vector<std::string> names;
-  names.reserve(32);
   for (int per_sm : {2, 3})
     for (int short_by : {0, 1, 2, 4, 8, 16, 64, 128}) {
-      names.push_back("1d_" + std::to_string(per_sm * sms - short_by) + (per_sm == 2 ? "_smem100k" : "_smem66k"));
-      configs.push_back({names.back().c_str(), per_sm * sms - short_by, 1, (per_sm == 2 ? 100 : 66) * 1024});
+      const int ctas = per_sm * sms - short_by;
+      configs.push_back({"1d_" + std::to_string(ctas) + (per_sm == 2 ? "_smem100k" : "_smem66k"), ctas, 1,
+                         (per_sm == 2 ? 100 : 66) * 1024});
     }
   if (!check(cudaFuncSetAttribute(record_sm, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024),
              "cudaFuncSetAttribute"))
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
     // Two launches: the first warms up; the second is the one recorded.
     for (int run = 0; run < 2; ++run)
       record_sm<<<dim3(c.grid_x, c.grid_y), 128, c.shared_bytes>>>(device_sm, 20000);
-    if (!check(cudaDeviceSynchronize(), c.name)) return 1;
+    if (!check(cudaDeviceSynchronize(), c.name.c_str())) return 1;
     std::vector<int> sm(ctas);
     cudaMemcpy(sm.data(), device_sm, ctas * sizeof(int), cudaMemcpyDeviceToHost);
     cudaFree(device_sm);
@@ -103,10 +104,10 @@ int main(int argc, char** argv) {
     };
     std::vector<int> per_sm(sms + 1, 0);
     for (int i = 0; i < std::min(128, ctas); ++i) ++per_sm[std::min(sm[i], sms)];
-    std::printf("%-20s %6d | %4d %5d %6d %6d              | %d\n", c.name, ctas, distinct(64), distinct(128),
+    std::printf("%-20s %6d | %4d %5d %6d %6d              | %d\n", c.name.c_str(), ctas, distinct(64), distinct(128),
                 distinct(132), distinct(200), *std::max_element(per_sm.begin(), per_sm.end()));
     if (csv)
-      for (int i = 0; i < ctas; ++i) std::fprintf(csv, "%s,%d,%d\n", c.name, i, sm[i]);
+      for (int i = 0; i < ctas; ++i) std::fprintf(csv, "%s,%d,%d\n", c.name.c_str(), i, sm[i]);
   }
   if (csv) std::fclose(csv);
   return 0;
