@@ -109,4 +109,17 @@ inline tuner::TimingResult time_with_model(tuner::KernelUnderTest& kernel,
   return result;
 }
 
+// Runner options for a sweep on the fake GPU into `out_csv`: no fsync (keeps the suites fast;
+// fsync is tested in results_csv), a 1 MiB L2, a fixed git sha.
+inline tuner::SweepRunOptions fake_gpu_run_options(const std::string& out_csv, std::ostream* progress = nullptr) {
+  tuner::SweepRunOptions options;
+  options.out_csv = out_csv;
+  options.durability = tuner::Durability::write_only;
+  options.device.name = "Fake GPU";
+  options.device.l2_bytes = 1 << 20;
+  options.git_sha = "test";
+  options.progress = progress;
+  return options;
+}
+
 }  // namespace splitkv::testing

@@ -233,14 +233,8 @@ TEST(LengthDistribution, SidecarRecordsLengthFilesAndResumeRefusesAChangedOne) {
     "heads": [[32, 8]], "head_dim": [128], "context_len": [1024], "cache_capacity": ["x1"],
     "length_distribution": ["file:chat"], "num_splits": [1, 2]
   })");
-  SweepRunOptions options;
-  options.out_csv = dir.file("out.csv");
-  options.durability = Durability::write_only;
-  options.device.name = "Fake GPU";
-  options.device.l2_bytes = 1 << 20;
-  options.git_sha = "test";
   std::ostringstream progress;
-  options.progress = &progress;
+  SweepRunOptions options = testing::fake_gpu_run_options(dir.file("out.csv"), &progress);
   testing::FakeKernel kernel;
   GridSpec grid = load_grid_file(dir.file("grid.json"));
   SweepRunner(options).run(grid, expand_grid(grid), {&kernel}, testing::time_with_model);

@@ -46,13 +46,8 @@ class MergeResultsTest : public ::testing::Test {
 
   // Runs shard `index` of `count` (count 1: the whole grid) into `name` and returns its path.
   std::string run_shard(const std::string& name, int index, int count, const std::string& gpu = "Fake GPU") {
-    SweepRunOptions o;
-    o.out_csv = dir_.file(name);
-    o.durability = Durability::write_only;
+    SweepRunOptions o = testing::fake_gpu_run_options(dir_.file(name), &progress_);
     o.device.name = gpu;
-    o.device.l2_bytes = 1 << 20;
-    o.git_sha = "test";
-    o.progress = &progress_;
     o.shard = ShardSpec{index, count};
     FakeKernel kernel;
     SweepRunner(o).run(grid_, select_shard(plan_, o.shard), {&kernel}, time_with_model);

@@ -202,12 +202,7 @@ TEST(ReliabilityRunner, StaleSidecarTempsFromAKilledRunAreRemoved) {
   testing::write_text(dir.file("out.json.tmp.12345"), "{\"schema\": ");
   testing::write_text(dir.file("other.json.tmp.12345"), "not ours");
 
-  SweepRunOptions options;
-  options.out_csv = dir.file("out.csv");
-  options.durability = Durability::write_only;
-  options.device.name = "Fake GPU";
-  options.device.l2_bytes = 1 << 20;
-  options.git_sha = "test";
+  const SweepRunOptions options = testing::fake_gpu_run_options(dir.file("out.csv"));
   testing::FakeKernel kernel("splitkv");
   const SweepSummary summary = SweepRunner(options).run(grid, plan, {&kernel}, testing::time_with_model);
   EXPECT_EQ(summary.stop, StopReason::complete);

@@ -51,14 +51,8 @@ class SweepRunnerTest : public ::testing::Test {
   }
 
   SweepRunOptions options(bool resume = false) {
-    SweepRunOptions o;
-    o.out_csv = csv_path();
+    SweepRunOptions o = testing::fake_gpu_run_options(csv_path(), &progress_);
     o.resume = resume;
-    o.durability = Durability::write_only;  // keeps the suite fast; fsync is tested in results_csv
-    o.device.name = "Fake GPU";
-    o.device.l2_bytes = 1 << 20;
-    o.git_sha = "test";
-    o.progress = &progress_;
     return o;
   }
 
