@@ -137,13 +137,13 @@ class Splitkv:
         self.lib = ctypes.CDLL(lib_path)
         f = self.lib.splitkv_decode_attention
         f.restype = ctypes.c_int
-        f.argtypes = [ctypes.c_int] * 11 + [ctypes.c_float] + [ctypes.c_void_p] * 10
+        f.argtypes = [ctypes.c_int] * 11 + [ctypes.c_float] + [ctypes.c_void_p] * 9
         self.lib.splitkv_workspace_bytes.restype = ctypes.c_size_t
         self.lib.splitkv_workspace_bytes.argtypes = [ctypes.c_int] * 4
         self.lib.splitkv_last_error.restype = ctypes.c_char_p
         f = self.lib.splitkv_decode_attention_per_sequence
         f.restype = ctypes.c_int
-        f.argtypes = [ctypes.c_int] * 11 + [ctypes.c_float] + [ctypes.c_void_p] * 12
+        f.argtypes = [ctypes.c_int] * 11 + [ctypes.c_float] + [ctypes.c_void_p] * 11
         self.auto_table_bytes = self.lib.splitkv_auto_table_bytes()
         self.lib.splitkv_auto_grid_bound.restype = ctypes.c_int
         self.lib.splitkv_auto_grid_bound.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
@@ -160,7 +160,6 @@ class Splitkv:
             h.splitkv_fa2_splits_with_work.restype = ctypes.c_int
             h.splitkv_fa2_splits_with_work.argtypes = [ctypes.c_int] * 3
         self.workspace = None
-        self.merge_semaphores = None  # zeroed once; every call leaves them zero
         self._auto_tables = []
 
     def choose(self, s, gpu_name, sm_count):
@@ -196,8 +195,7 @@ class Splitkv:
                 0, 0, s.batch, s.num_heads, s.num_kv_heads, s.head_dim, capacity, 0, 0, 0, bound, 0.0,
                 buffers.q.data_ptr(), buffers.k[copy].data_ptr(), buffers.v[copy].data_ptr(),
                 buffers.seqlens.data_ptr(), None, buffers.out.data_ptr(), None, self.workspace.data_ptr(),
-                self.merge_semaphores.data_ptr(), ctypes.c_void_p(device_table.data_ptr()), None,
-                torch.cuda.current_stream().cuda_stream)
+                ctypes.c_void_p(device_table.data_ptr()), None, torch.cuda.current_stream().cuda_stream)
             if rc != 0:
                 raise RuntimeError(self.lib.splitkv_last_error().decode())
         return call
@@ -206,9 +204,6 @@ class Splitkv:
         need = self.lib.splitkv_workspace_bytes(s.batch, s.num_heads, s.head_dim, splits)
         if need and (self.workspace is None or self.workspace.numel() < need):
             self.workspace = torch.empty(need, dtype=torch.uint8, device="cuda")
-        rows = s.batch * s.num_kv_heads
-        if self.merge_semaphores is None or self.merge_semaphores.numel() < rows:
-            self.merge_semaphores = torch.zeros(rows, dtype=torch.int32, device="cuda")
         return need
 
     def caller(self, s, buffers, splits):
@@ -221,7 +216,7 @@ class Splitkv:
                 0, 0, s.batch, s.num_heads, s.num_kv_heads, s.head_dim, capacity, 0, 0, 0, splits, 0.0,
                 buffers.q.data_ptr(), buffers.k[copy].data_ptr(), buffers.v[copy].data_ptr(),
                 buffers.seqlens.data_ptr(), None, buffers.out.data_ptr(), None, ws,
-                self.merge_semaphores.data_ptr(), torch.cuda.current_stream().cuda_stream)
+                torch.cuda.current_stream().cuda_stream)
             if rc != 0:
                 raise RuntimeError(self.lib.splitkv_last_error().decode())
         return call

@@ -37,7 +37,7 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
                                           int num_pages, int num_splits, float softmax_scale, const void* q,
                                           const void* k, const void* v, const int32_t* cache_seqlens,
                                           const int32_t* block_table, void* out, float* lse, void* workspace,
-                                          int32_t* merge_semaphores, const unsigned char* auto_splits_table,
+                                          const unsigned char* auto_splits_table,
                                           const int32_t* splits_per_sequence, void* stream) {
   splitkv::DecodeParams params = make_params(layout, dtype, batch, num_heads, num_kv_heads, head_dim, num_splits);
   params.cache_capacity = cache_capacity;
@@ -53,7 +53,6 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
   params.out = out;
   params.lse = lse;
   params.workspace = workspace;
-  params.merge_semaphores = merge_semaphores;
   params.splits_per_sequence = splits_per_sequence;
   params.per_sequence_splits = auto_splits_table != nullptr || splits_per_sequence != nullptr;
   params.auto_splits = reinterpret_cast<const splitkv::AutoSplitsTable*>(auto_splits_table);
@@ -64,11 +63,11 @@ int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, in
                              int cache_capacity, int page_size, int max_pages_per_seq, int num_pages,
                              int num_splits, float softmax_scale, const void* q, const void* k, const void* v,
                              const int32_t* cache_seqlens, const int32_t* block_table, void* out, float* lse,
-                             void* workspace, int32_t* merge_semaphores, void* stream) {
+                             void* workspace, void* stream) {
   return splitkv_decode_attention_per_sequence(layout, dtype, batch, num_heads, num_kv_heads, head_dim,
                                                cache_capacity, page_size, max_pages_per_seq, num_pages, num_splits,
                                                softmax_scale, q, k, v, cache_seqlens, block_table, out, lse,
-                                               workspace, merge_semaphores, nullptr, nullptr, stream);
+                                               workspace, nullptr, nullptr, stream);
 }
 
 int splitkv_auto_table_bytes(void) { return static_cast<int>(sizeof(splitkv::AutoSplitsTable{}.splits)); }

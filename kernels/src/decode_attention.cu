@@ -91,16 +91,6 @@ int persistent_ctas_per_sm() {
   return per_sm;
 }
 
-// SPLITKV_COMBINE=kernel runs the combine kernel even when merge semaphores are given, to measure
-// one against the other in the same process (kernels/NOTES.md, v8). Read once.
-bool in_place_merge_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("SPLITKV_COMBINE");
-    return value == nullptr || std::string(value) != "kernel";
-  }();
-  return enabled;
-}
-
 cudaError_t shared_memory_per_sm(int* bytes) {
   int device = 0;
   cudaError_t error = cudaGetDevice(&device);
@@ -218,7 +208,7 @@ Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
   if (error != cudaSuccess)
     return fail(Status::cuda_error, std::string("split kernel launch: ") + cudaGetErrorString(error));
 
-  if (params.num_splits > 1 && args.merge_semaphores == nullptr) {
+  if (params.num_splits > 1) {
     error = auto_table ? launch_combine<Element, kHeadDim, true>(params, args, stream)
                        : launch_combine<Element, kHeadDim, false>(params, args, stream);
     if (error != cudaSuccess)
@@ -301,8 +291,6 @@ Status validate(const DecodeParams& p, std::string* message) {
   if (p.num_splits > 1 && p.workspace == nullptr)
     return reject(Status::invalid_argument, "workspace is null but num_splits > 1 needs " +
                                                 std::to_string(decode_workspace_bytes(p)) + " bytes");
-  if (p.merge_semaphores != nullptr && reinterpret_cast<uintptr_t>(p.merge_semaphores) % 4 != 0)
-    return reject(Status::invalid_argument, "merge_semaphores must be 4-byte aligned");
   if (p.workspace != nullptr && !is_aligned_16(p.workspace))
     return reject(Status::invalid_argument, "workspace must be 16-byte aligned");
   if (p.host_cache_seqlens != nullptr) {
@@ -357,10 +345,6 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.batch = params.batch;
   args.per_sequence_splits = params.per_sequence_splits ? 1 : 0;
   args.splits_per_sequence = params.splits_per_sequence;
-  // Only the packed kernel merges in place (one CTA holds a whole query group per split).
-  args.merge_semaphores = kernel == DecodeKernel::packed_gqa && params.num_splits > 1 && in_place_merge_enabled()
-                              ? params.merge_semaphores
-                              : nullptr;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;
 

@@ -57,7 +57,6 @@ struct DeviceBuffer {
   }
   // 0xFF bytes are NaN in bf16, fp16 and fp32: an element the kernel forgets stays NaN.
   cudaError_t poison() { return cudaMemset(data, 0xFF, bytes()); }
-  cudaError_t zero() { return cudaMemset(data, 0, bytes()); }
 };
 
 inline std::uint16_t to_bits(double x, DType dtype) {

@@ -38,9 +38,7 @@ class DeviceProblem {
         seqlens_(problem.seqlens.size()),
         block_table_(std::max<std::size_t>(problem.block_table.size(), 1)),
         lse_(static_cast<std::size_t>(problem.batch) * problem.num_heads),
-        workspace_(workspace_floats(problem, max_splits)),
-        merge_semaphores_(static_cast<std::size_t>(problem.batch) * problem.num_kv_heads) {
-    merge_semaphores_.zero();
+        workspace_(workspace_floats(problem, max_splits)) {
     q_.upload(testing::round_to_dtype(problem.q, dtype));
     k_.upload(testing::round_to_dtype(problem.k, dtype));
     v_.upload(testing::round_to_dtype(problem.v, dtype));
@@ -50,14 +48,12 @@ class DeviceProblem {
 
   bool allocated() const {
     return q_.data && k_.data && v_.data && out_.data && seqlens_.data && block_table_.data && lse_.data &&
-           (workspace_.count == 0 || workspace_.data) && merge_semaphores_.data;
+           (workspace_.count == 0 || workspace_.data);
   }
 
   void upload_lengths() { seqlens_.upload(problem_.seqlens); }
 
-  // in_place_merge: give the kernel merge semaphores (the last split merges); else the combine
-  // kernel merges.
-  DecodeParams params(int num_splits, bool with_lse, bool in_place_merge = true) const {
+  DecodeParams params(int num_splits, bool with_lse) const {
     DecodeParams p = reference::shape_params(problem_);
     p.dtype = dtype_;
     p.num_splits = num_splits;
@@ -70,7 +66,6 @@ class DeviceProblem {
     p.host_cache_seqlens = problem_.seqlens.data();
     p.lse = with_lse ? lse_.data : nullptr;
     p.workspace = num_splits > 1 ? workspace_.data : nullptr;
-    p.merge_semaphores = in_place_merge ? merge_semaphores_.data : nullptr;
     return p;
   }
 
@@ -78,13 +73,6 @@ class DeviceProblem {
     out_.poison();
     lse_.poison();
     if (workspace_.count) workspace_.poison();
-  }
-
-  // Every call must leave the semaphores zero, or the next call merges too early.
-  bool merge_semaphores_are_zero() const {
-    for (int32_t value : merge_semaphores_.download())
-      if (value != 0) return false;
-    return true;
   }
 
   GpuRun results() const {
@@ -109,21 +97,19 @@ class DeviceProblem {
   DeviceBuffer<std::uint16_t> q_, k_, v_, out_;
   DeviceBuffer<int32_t> seqlens_, block_table_;
   DeviceBuffer<float> lse_, workspace_;
-  DeviceBuffer<int32_t> merge_semaphores_;
 };
 
 struct Case {
   ProblemShape shape;
   DType dtype = DType::bf16;
   int num_splits = 1;
-  bool in_place_merge = true;  // merge semaphores given, else the combine kernel
   std::string describe() const {
     return std::string(shape.layout == KvLayout::paged ? "paged(" + std::to_string(shape.page_size) + ")"
                                                        : "contiguous") +
            (dtype == DType::bf16 ? " bf16" : " fp16") + " B=" + std::to_string(shape.batch) +
            " H=" + std::to_string(shape.num_heads) + "/" + std::to_string(shape.num_kv_heads) +
            " D=" + std::to_string(shape.head_dim) + " cap=" + std::to_string(shape.capacity) +
-           " splits=" + std::to_string(num_splits) + (in_place_merge ? " in-place merge" : " combine kernel");
+           " splits=" + std::to_string(num_splits);
   }
 };
 
@@ -138,10 +124,9 @@ double check_case(const Case& c, std::uint64_t seed, DecodeKernel kernel = Decod
   reference::attention(problem, ref_out, ref_lse);
 
   device.poison();
-  const Status status = decode_attention(device.params(c.num_splits, true, c.in_place_merge), kernel, nullptr);
+  const Status status = decode_attention(device.params(c.num_splits, true), kernel, nullptr);
   EXPECT_EQ(Status::ok, status) << c.describe() << ": " << last_error_message();
   EXPECT_EQ(cudaSuccess, cudaDeviceSynchronize()) << c.describe();
-  EXPECT_TRUE(device.merge_semaphores_are_zero()) << c.describe();
   const GpuRun run = device.results();
 
   const testing::ErrorSummary out_error = testing::compare(run.out, ref_out);
@@ -176,7 +161,6 @@ Case random_case(int i, std::mt19937_64& rng) {
   c.shape.capacity = 1 + static_cast<int>(rng() % 2500);
   c.shape.lengths = reference::LengthMode::ragged;
   c.num_splits = rng() % 2 == 0 ? fixed_splits[rng() % 8] : 1 + static_cast<int>(rng() % 128);
-  c.in_place_merge = rng() % 4 != 0;
   return c;
 }
 
@@ -289,7 +273,6 @@ void expect_one_graph_serves_all_lengths(HostProblem& problem, DeviceProblem& de
     const testing::ErrorSummary error = testing::compare(device.results().out, ref_out);
     EXPECT_EQ(0u, error.unwritten);
     EXPECT_LE(error.relative, 1e-2);
-    EXPECT_TRUE(device.merge_semaphores_are_zero());
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
@@ -399,7 +382,6 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsAcrossManySequences) {
       const testing::ErrorSummary error = testing::compare(run.out, ref_out);
       EXPECT_EQ(0u, error.unwritten);
       EXPECT_LE(error.relative, 1e-2);
-      EXPECT_TRUE(device.merge_semaphores_are_zero());
     }
   }
 }
@@ -417,7 +399,7 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsOnTheDevice) {
     HostProblem problem = reference::random_problem(c.shape, rng());
     DeviceProblem device(problem, c.dtype, c.num_splits);
     ASSERT_TRUE(device.allocated());
-    DecodeParams params = device.params(c.num_splits, true, c.in_place_merge);
+    DecodeParams params = device.params(c.num_splits, true);
     params.per_sequence_splits = true;
     AutoSplitsTable table;
     for (auto& row : table.splits)
@@ -433,7 +415,6 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsOnTheDevice) {
     const testing::ErrorSummary error = testing::compare(run.out, ref_out);
     EXPECT_EQ(0u, error.unwritten) << c.describe();
     EXPECT_LE(error.relative, 1e-2) << c.describe();
-    EXPECT_TRUE(device.merge_semaphores_are_zero()) << c.describe();
     for (std::size_t r = 0; r < ref_lse.size(); ++r)
       if (!std::isinf(ref_lse[r])) EXPECT_NEAR(run.lse[r], ref_lse[r], 1e-3 * (1.0 + std::abs(ref_lse[r])));
   }
@@ -507,13 +488,11 @@ TEST(DecodeAttentionArguments, RejectsBadArgumentsWithClearMessages) {
   p.num_kv_heads = 2;
   expect_rejected(p, Status::unsupported, "exceeds 16");
   p = valid_params();
+  p = valid_params();
   p.per_sequence_splits = true;
   expect_rejected(p, Status::invalid_argument, "auto_splits is null");
   p.auto_splits = reinterpret_cast<const AutoSplitsTable*>(0x1002);
   expect_rejected(p, Status::invalid_argument, "4-byte aligned");
-  p = valid_params();
-  p.merge_semaphores = reinterpret_cast<int32_t*>(0x1002);
-  expect_rejected(p, Status::invalid_argument, "merge_semaphores must be 4-byte aligned");
   p = valid_params();
   static const int32_t too_long[2] = {10, 65};
   p.host_cache_seqlens = too_long;

@@ -105,7 +105,6 @@ struct ShapeBuffers {
   int32_t* seqlens = nullptr;
   int32_t* block_table = nullptr;
   void* workspace = nullptr;
-  int32_t* merge_semaphores = nullptr;  // zeroed once; every call leaves them zero
   std::size_t kv_elements = 0;
   int max_pages = 0, num_pages = 0;
 
@@ -117,7 +116,6 @@ struct ShapeBuffers {
     cudaFree(seqlens);
     cudaFree(block_table);
     cudaFree(workspace);
-    cudaFree(merge_semaphores);
   }
 };
 
@@ -140,7 +138,6 @@ DecodeParams make_params(const BenchShape& s, const Layout& layout, const ShapeB
   p.cache_seqlens = b.seqlens;
   p.block_table = b.block_table;
   p.workspace = b.workspace;
-  p.merge_semaphores = b.merge_semaphores;
   return p;
 }
 
@@ -303,8 +300,6 @@ int main(int argc, char** argv) {
       const int max_splits = *std::max_element(split_counts.begin(), split_counts.end());
       CHECK_CUDA(cudaMalloc(&b.workspace,
                             std::max<std::size_t>(16, splitkv::decode_workspace_bytes(make_params(s, layout, b, 0, max_splits)))));
-      CHECK_CUDA(cudaMalloc(&b.merge_semaphores, s.batch * s.num_kv_heads * sizeof(int32_t)));
-      CHECK_CUDA(cudaMemset(b.merge_semaphores, 0, s.batch * s.num_kv_heads * sizeof(int32_t)));
       CHECK_CUDA(cudaStreamSynchronize(stream));
 
       // Validate: split count 1 against float64 on sequence 0, then every count against count 1.

@@ -118,10 +118,6 @@ class SplitkvKernel final : public KernelUnderTest {
     const std::size_t workspace_bytes = decode_workspace_bytes(base_);  // base_ holds the widest split count
     if (workspace_bytes > 0) {
       if (KernelOutcome o = allocate(&workspace_, workspace_bytes); !o.ok()) return o;
-      // Zeroed once, as DecodeParams::merge_semaphores asks; every call leaves them zero.
-      const std::size_t semaphore_bytes = static_cast<std::size_t>(shape.batch) * shape.num_kv_heads * sizeof(int32_t);
-      if (KernelOutcome o = allocate(&merge_semaphores_, semaphore_bytes); !o.ok()) return o;
-      if (KernelOutcome o = check(cudaMemset(merge_semaphores_, 0, semaphore_bytes)); !o.ok()) return o;
     }
     if (customizer_) {
       if (KernelOutcome o = customizer_->prepare(shape, lengths, bound_params(0)); !o.ok()) return o;
@@ -147,7 +143,7 @@ class SplitkvKernel final : public KernelUnderTest {
     for (void* p : v_) cudaFree(p);
     k_.clear();
     v_.clear();
-    for (void** p : {&q_, &out_, &seqlens_, &block_table_, &workspace_, &merge_semaphores_}) {
+    for (void** p : {&q_, &out_, &seqlens_, &block_table_, &workspace_}) {
       cudaFree(*p);
       *p = nullptr;
     }
@@ -165,7 +161,6 @@ class SplitkvKernel final : public KernelUnderTest {
     params.cache_seqlens = static_cast<const int32_t*>(seqlens_);
     params.block_table = static_cast<const int32_t*>(block_table_);
     params.workspace = workspace_;
-    params.merge_semaphores = static_cast<int32_t*>(merge_semaphores_);
     return params;
   }
 
@@ -182,7 +177,6 @@ class SplitkvKernel final : public KernelUnderTest {
   void* seqlens_ = nullptr;
   void* block_table_ = nullptr;
   void* workspace_ = nullptr;
-  void* merge_semaphores_ = nullptr;
 };
 
 }  // namespace

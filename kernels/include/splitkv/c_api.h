@@ -21,17 +21,15 @@ int splitkv_max_splits(void);
 /* Bytes of scratch memory a call with these sizes needs (0 when num_splits == 1). */
 size_t splitkv_workspace_bytes(int batch, int num_heads, int head_dim, int num_splits);
 
-/* Enqueues the split kernel and, for num_splits > 1 without merge_semaphores, the combine on
- * `stream` (a cudaStream_t, NULL for the default stream). Paged-only arguments are ignored for the
- * contiguous layout and cache_capacity is ignored for the paged one. lse may be NULL.
- * softmax_scale 0 selects 1/sqrt(head_dim). merge_semaphores may be NULL; else device memory of at
- * least batch * num_kv_heads int32, zeroed once when allocated (every call leaves it zero): the
- * last split of each (sequence, kv head) then merges in place and no combine kernel runs. */
+/* Enqueues the split kernel and, for num_splits > 1, the combine on `stream` (a cudaStream_t,
+ * NULL for the default stream). Paged-only arguments are ignored for the contiguous layout and
+ * cache_capacity is ignored for the paged one. lse may be NULL. softmax_scale 0 selects
+ * 1/sqrt(head_dim). */
 int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, int num_kv_heads, int head_dim,
                              int cache_capacity, int page_size, int max_pages_per_seq, int num_pages,
                              int num_splits, float softmax_scale, const void* q, const void* k, const void* v,
                              const int32_t* cache_seqlens, const int32_t* block_table, void* out, float* lse,
-                             void* workspace, int32_t* merge_semaphores, void* stream);
+                             void* workspace, void* stream);
 
 /* Bytes of a num_splits = auto table (splitkv::AutoSplitsTable: effective-batch classes x length
  * buckets, row-major). Fill one with splitkv_auto_splits_table (libsplitkv_heuristics_c). */
@@ -47,7 +45,7 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
                                           int num_pages, int num_splits, float softmax_scale, const void* q,
                                           const void* k, const void* v, const int32_t* cache_seqlens,
                                           const int32_t* block_table, void* out, float* lse, void* workspace,
-                                          int32_t* merge_semaphores, const unsigned char* auto_splits_table,
+                                          const unsigned char* auto_splits_table,
                                           const int32_t* splits_per_sequence, void* stream);
 
 /* Smallest num_splits bound that serves every batch of `batch` sequences with lengths up to

@@ -85,11 +85,6 @@ struct DecodeParams {
   void* out = nullptr;
   float* lse = nullptr;        // optional
   void* workspace = nullptr;   // required when num_splits > 1; see decode_workspace_bytes
-  // Optional device array of at least batch * num_kv_heads int32, zeroed once when allocated: with
-  // it, the last split of each (sequence, kv head) to finish merges the partials in place and no
-  // combine kernel runs (packed_gqa kernel; ~0.5-1 µs less per call, kernels/NOTES.md v8). Every
-  // call leaves it zero again. Calls that may overlap (other streams) need their own array.
-  int32_t* merge_semaphores = nullptr;
 
   int group_size() const { return num_kv_heads > 0 ? num_heads / num_kv_heads : 0; }
   // Tokens addressable per sequence: what FA2's heuristic calls seqlen_k.

@@ -1,6 +1,6 @@
-// The combine kernel: merges the partials of every (sequence, query head) row with more than one
-// live split, one warp per row, after the split kernel (programmatic dependent launch). Runs when
-// the split kernel cannot merge in place: no merge semaphores given, or the unpacked-GQA kernel.
+// Merges the normalized fp32 partial outputs of a sequence's live splits, weighting each by
+// exp(lse_split - lse_total). One warp per (batch, query head) row; each lane owns 2-column
+// slices of the row, so every warp-wide read of one split's row is one contiguous run.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "splitkv/kernels/decode_split_kv.cuh"
-#include "splitkv/kernels/merge_partials.cuh"
 
 namespace splitkv::kernels {
 
@@ -18,10 +17,14 @@ static_assert(kCombineRowsPerCta * 32 == kThreadsPerCta, "batch_auto_split_count
 template <typename Element, int kHeadDim, bool kAuto>
 __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
     combine_splits_kernel(const DecodeKernelArgs args, int total_rows, const AutoTableArgument<kAuto> auto_table) {
+  using Mma = TensorCore<Element>;
+  constexpr int kColumnsPerLane = kHeadDim / 32;
+  static_assert(kColumnsPerLane % 2 == 0, "lanes read float2 or wider");
   // 64 registers of partials in flight per lane at every head size: 16 splits at d = 128.
-  constexpr int kSplitsPerPass = 64 / (kHeadDim / 32);
+  constexpr int kSplitsPerPass = 64 / kColumnsPerLane;
   allow_dependent_grids_to_launch();
 
+  const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   // The lengths are inputs of the split kernel, not its outputs, so they (and the auto count
   // derived from them) can be read while it still runs: off the critical path.
@@ -34,9 +37,66 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   if (live <= 1) return;  // the split kernel wrote this row's final output itself
   wait_for_prerequisite_grids();  // the split kernel's partials are complete and visible after this
 
-  merge_partial_row<Element, kHeadDim, kSplitsPerPass>(
-      args.partial_lse + head_row * args.num_splits, args.partial_out + head_row * args.num_splits * kHeadDim, live,
-      static_cast<Element*>(args.out) + head_row * kHeadDim, args.lse != nullptr ? args.lse + head_row : nullptr);
+  // All loads of a pass are issued before any of them is used: the LSEs (the same word in every
+  // lane) and the partial rows of up to kSplitsPerPass splits, so a call with that many live
+  // splits waits for one memory round trip after the split kernel, not one per unrolled group of
+  // splits (kernels/NOTES.md, v8). The maximum LSE is known before any weight is formed.
+  const float* lse_row = args.partial_lse + head_row * args.num_splits;
+  const float* partial = args.partial_out + head_row * args.num_splits * kHeadDim;
+  float pass_lse[kSplitsPerPass];
+  float2 pass_value[kSplitsPerPass][kColumnsPerLane / 2];
+  auto load_pass = [&](int first_split) {
+#pragma unroll
+    for (int i = 0; i < kSplitsPerPass; ++i) {
+      const int s = first_split + i;
+      pass_lse[i] = s < live ? lse_row[s] : -INFINITY;
+#pragma unroll
+      for (int c = 0; c < kColumnsPerLane / 2; ++c)
+        pass_value[i][c] = s < live ? *reinterpret_cast<const float2*>(partial + s * kHeadDim + c * 64 + lane * 2)
+                                    : make_float2(0.f, 0.f);
+    }
+  };
+  load_pass(0);
+  float lse_max = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kSplitsPerPass; ++i) lse_max = fmaxf(lse_max, pass_lse[i]);
+  if (live > kSplitsPerPass) {
+    float rest_max = -INFINITY;
+    for (int s = kSplitsPerPass + lane; s < live; s += 32) rest_max = fmaxf(rest_max, lse_row[s]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2)
+      rest_max = fmaxf(rest_max, __shfl_xor_sync(0xffffffffu, rest_max, offset));
+    lse_max = fmaxf(lse_max, rest_max);
+  }
+
+  float weight_sum = 0.f;
+  float accumulated[kColumnsPerLane];
+#pragma unroll
+  for (int c = 0; c < kColumnsPerLane; ++c) accumulated[c] = 0.f;
+  for (int first_split = 0;;) {
+#pragma unroll
+    for (int i = 0; i < kSplitsPerPass; ++i) {
+      const float weight = __expf(pass_lse[i] - lse_max);  // 0 past the live splits
+      weight_sum += weight;
+#pragma unroll
+      for (int c = 0; c < kColumnsPerLane / 2; ++c) {
+        accumulated[2 * c] += weight * pass_value[i][c].x;
+        accumulated[2 * c + 1] += weight * pass_value[i][c].y;
+      }
+    }
+    first_split += kSplitsPerPass;
+    if (first_split >= live) break;
+    load_pass(first_split);
+  }
+
+  const float inverse_sum = 1.f / weight_sum;
+  Element* destination = static_cast<Element*>(args.out) + head_row * kHeadDim;
+#pragma unroll
+  for (int i = 0; i < kColumnsPerLane / 2; ++i) {
+    const uint32_t packed = Mma::pack(accumulated[2 * i] * inverse_sum, accumulated[2 * i + 1] * inverse_sum);
+    *reinterpret_cast<uint32_t*>(destination + i * 64 + lane * 2) = packed;
+  }
+  if (lane == 0 && args.lse != nullptr) args.lse[head_row] = lse_max + __logf(weight_sum);
 }
 
 }  // namespace splitkv::kernels

@@ -6,8 +6,7 @@
 // owns 16 tokens of a tile and keeps its own online-softmax state (S = Q K^T and O += P V on
 // tensor cores). The warps merge their states once at the end. A sequence whose work fits in one
 // split writes the final output directly; otherwise each split writes a normalized fp32 partial
-// and its LSE, and the last split of the (sequence, kv head) to finish merges them (with merge
-// semaphores; else the combine kernel does).
+// and its LSE for the combine kernel.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,7 +14,6 @@
 #include <cfloat>
 #include <cstdint>
 
-#include "splitkv/kernels/merge_partials.cuh"
 #include "splitkv/kernels/mma_sm80.cuh"
 #include "splitkv/split_partition.hpp"
 
@@ -49,8 +47,6 @@ struct DecodeKernelArgs {
   int batch;
   int per_sequence_splits;
   const int32_t* splits_per_sequence;
-  // [batch * num_kv_heads], zero between calls; null: the combine kernel merges the partials.
-  int* merge_semaphores;
 };
 
 // The num_splits = auto table as a kernel argument of its own, so kernels launched without it
@@ -150,14 +146,6 @@ constexpr int decode_shared_bytes() {
   constexpr int elements = (2 * decode_stages<kHeadDim>() * kTokensPerTile + kMmaRows) * kHeadDim;
   constexpr int epilogue = kWarpsPerCta * kMmaRows * (kHeadDim + 4) * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
   return elements * 2 > epilogue ? elements * 2 : epilogue;
-}
-
-// CTAs per SM that shared memory allows (228 KB per SM on sm_90): registers must not allow fewer,
-// or a head size loses occupancy to the compiler's register choice (d = 64 took 254 registers once
-// the in-place merge was added: 2 CTAs per SM instead of 3).
-template <int kHeadDim>
-constexpr int decode_min_ctas_per_sm() {
-  return kHeadDim <= 64 ? 3 : kHeadDim <= 128 ? 2 : 1;
 }
 
 template <bool kPaged, int kHeadDim>
@@ -412,33 +400,6 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
       args.partial_lse[head_row * split_stride + split] = lse;
     }
   }
-  if (writes_final_output || args.merge_semaphores == nullptr) return;
-
-  // In-place merge: the last of the sequence's live splits to finish merges them all, so no
-  // combine kernel runs (no second launch, no wait for this grid to drain). The fence before the
-  // count makes this CTA's partials visible to whichever CTA turns out last; the one after it
-  // orders that CTA's reads after every other split's count (kernels/NOTES.md, v8).
-  __shared__ int merges_here;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int* arrivals = args.merge_semaphores + static_cast<int64_t>(batch_index) * args.num_kv_heads + kv_head;
-    merges_here = atomicAdd(arrivals, 1) == live_splits - 1;
-    if (merges_here) *arrivals = 0;  // every split has counted: left zero for the next call
-  }
-  __syncthreads();
-  if (!merges_here) return;
-  __threadfence();
-  // 32 registers of partials in flight per lane: this kernel's registers are mostly the MMA state.
-  constexpr int kSplitsPerPass = 32 / (kHeadDim / 32);
-#pragma unroll 1
-  for (int row = warp; row < args.group_size; row += kWarpsPerCta) {
-    const int64_t head_row = q_row0 + row;
-    merge_partial_row<Element, kHeadDim, kSplitsPerPass>(
-        args.partial_lse + head_row * split_stride, args.partial_out + head_row * split_stride * kHeadDim,
-        live_splits, static_cast<Element*>(args.out) + head_row * kHeadDim,
-        args.lse != nullptr ? args.lse + head_row : nullptr);
-  }
 }
 
 // One CTA per possible work item, grid (batch x kv_heads, num_splits): fixed split counts; explicit
@@ -447,7 +408,7 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
 // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
 // then split 1, and so on, so the CTAs that hold work are spread over all SMs (kernels/NOTES.md, v6).
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
-__global__ void __launch_bounds__(kThreadsPerCta, decode_min_ctas_per_sm<kHeadDim>())
+__global__ void __launch_bounds__(kThreadsPerCta)
     decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
@@ -469,7 +430,7 @@ constexpr int persistent_shared_bytes(int batch) {
 // instead launches every surplus CTA, and where those sit changes which SMs the working CTAs get
 // (kernels/NOTES.md, v6 and v7).
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
-__global__ void __launch_bounds__(kThreadsPerCta, decode_min_ctas_per_sm<kHeadDim>())
+__global__ void __launch_bounds__(kThreadsPerCta)
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   wait_for_prerequisite_grids();
   allow_dependent_grids_to_launch();
