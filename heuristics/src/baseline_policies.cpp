@@ -1,5 +1,6 @@
 #include "splitkv/heuristics/baseline_policies.hpp"
 #include "splitkv/heuristics/fa3_dynamic_rule.hpp"
+#include "splitkv/heuristics/table_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -174,7 +175,7 @@ std::pair<int, int> flashinfer_chunk_pages(int max_grid_size, int num_kv_heads,
   return {int(low), int(new_batch)};
 }
 
-int flashinfer_ctas_per_sm(int head_dim) { return head_dim <= 128 ? 2 : 1; }
+int flashinfer_ctas_per_sm(int head_dim) { return resident_ctas_per_sm(head_dim); }
 
 std::vector<int> flashinfer_splits_per_sequence(const DecodeShape& shape, const std::vector<int>& lengths) {
   const int max_grid_size = flashinfer_ctas_per_sm(shape.head_dim) * shape.num_sms;

@@ -58,7 +58,9 @@ FitProducts run_fit(const FitRequest& request) {
   out.short_name = request.gpu_short_name.empty() ? short_gpu_name(out.training.gpu) : request.gpu_short_name;
   check_short_name(out.short_name);
   if (request.table) check_table_gpu(request, out.training);
-  if (!request.table) out.fit = fit_heuristic(out.training.shapes, request.options);
+  FitOptions options = request.options;
+  if (options.sm_count == 0) options.sm_count = out.training.sm_count;  // waves are counted on the measured GPU
+  if (!request.table) out.fit = fit_heuristic(out.training.shapes, options);
 
   if (!request.header_path.empty()) {
     out.header_path = request.header_path == "default" ? default_header_path(out.short_name) : request.header_path;
@@ -73,7 +75,7 @@ FitProducts run_fit(const FitRequest& request) {
   out.evaluations.push_back(evaluate_policies("in_sample", out.training.shapes, policies()));
   if (request.cross_validate && !request.table) {
     for (const CrossValidationScheme& scheme : default_cross_validation_schemes()) {
-      if (auto e = cross_validate(out.training.shapes, scheme, sms, request.options)) out.evaluations.push_back(std::move(*e));
+      if (auto e = cross_validate(out.training.shapes, scheme, sms, options)) out.evaluations.push_back(std::move(*e));
     }
   }
   if (!out.validation.shapes.empty()) {

@@ -49,6 +49,9 @@ std::vector<CrossValidationScheme> default_cross_validation_schemes() {
   return {
       {"context_len", [](const MeasuredShape& s) { return s.point.context_len; }},
       {"batch", [](const MeasuredShape& s) { return s.point.batch; }},
+      // Holding out a power-of-two batch leaves its CTA counts measured through other head
+      // counts; holding out a CTA count asks the table about a count it never saw.
+      {"ctas", [](const MeasuredShape& s) { return s.point.batch * s.point.num_kv_heads; }},
   };
 }
 
@@ -241,6 +244,7 @@ std::string regret_markdown(const std::vector<Evaluation>& evaluations, const st
       {"validation", "Validation (off-grid shapes the fit never saw)"},
       {"cv_leave_one_context_len_out", "Cross-validation: leave one context length out"},
       {"cv_leave_one_batch_out", "Cross-validation: leave one batch size out"},
+      {"cv_leave_one_ctas_out", "Cross-validation: leave one CTA count (batch x kv_heads) out"},
   };
   for (const Evaluation& e : evaluations) {
     const auto title = titles.count(e.dataset) ? titles.at(e.dataset) : e.dataset;

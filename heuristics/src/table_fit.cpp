@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <set>
@@ -90,6 +91,8 @@ int geometric_midpoint(int a, int b) {
   while (t > 0 && (t - 1) * (t - 1) >= product) --t;
   return int(t);
 }
+
+int resident_ctas_per_sm(int head_dim) { return head_dim <= 128 ? 2 : 1; }
 
 std::string_view to_string(LengthAxis axis) {
   return axis == LengthAxis::real_length ? "real_length" : "capacity";
@@ -190,18 +193,18 @@ TableGrid grid_for(const std::vector<MeasuredShape>& shapes, LengthAxis axis,
 // Fills each empty cell of one (head_dim, layout) plane from the nearest decided cell:
 // squared distance in octaves (a length bucket is one octave, a CTA bucket 1/R), ties to
 // the larger split count (too few splits idles SMs, which costs more than one extra combine).
-void fill_plane(SplitTable& table, int hd, int lay) {
+void fill_plane(SplitTable& table, const std::vector<char>& decided, int hd, int lay) {
   const TableGrid& g = table.grid;
   std::vector<int> filled(table.splits.size(), -1);
   for (int y = 0; y < g.length_buckets; ++y) {
     for (int x = 0; x < g.cta_buckets; ++x) {
-      if (table.shapes_in_cell[table.index(hd, lay, y, x)] > 0) continue;
+      if (decided[table.index(hd, lay, y, x)]) continue;
       const int r = g.cta_buckets_per_octave;
       int best_d2 = std::numeric_limits<int>::max(), best_splits = 0;
       for (int yy = 0; yy < g.length_buckets; ++yy) {
         for (int xx = 0; xx < g.cta_buckets; ++xx) {
           const std::size_t i = table.index(hd, lay, yy, xx);
-          if (table.shapes_in_cell[i] == 0) continue;
+          if (!decided[i]) continue;
           const int d2 = r * r * (yy - y) * (yy - y) + (xx - x) * (xx - x);  // in (1/R octave)^2
           if (d2 < best_d2 || (d2 == best_d2 && table.splits[i] > best_splits)) {
             best_d2 = d2;
@@ -217,14 +220,69 @@ void fill_plane(SplitTable& table, int hd, int lay) {
   }
 }
 
-bool plane_has_data(const SplitTable& table, int hd, int lay) {
+bool plane_has_data(const SplitTable& table, const std::vector<char>& decided, int hd, int lay) {
   const TableGrid& g = table.grid;
   for (int y = 0; y < g.length_buckets; ++y) {
     for (int x = 0; x < g.cta_buckets; ++x) {
-      if (table.shapes_in_cell[table.index(hd, lay, y, x)] > 0) return true;
+      if (decided[table.index(hd, lay, y, x)]) return true;
     }
   }
   return false;
+}
+
+// The CTA counts measured in one (head_dim, layout, length) row of a table, with their shapes.
+struct MeasuredCtas {
+  std::int64_t ctas = 0;
+  int bucket_index = 0;
+  std::vector<std::size_t> shapes;
+};
+
+// Mean log ratio of `splits` over the CTA counts a cell is asked about (heuristics/FIT.md,
+// "Wave-aware cells"): the integer CTA counts lo <= c < hi cut into runs of equal waves,
+// ceil(c x splits / slots); a run is scored by the measured CTA count nearest to it (log
+// distance) that has the same number of waves, else by the nearest measured count; runs
+// weigh their log extent. `point_score[p]` is the mean log ratio of `points[p]` at `splits`.
+double wave_aware_score(const std::vector<MeasuredCtas>& points, const std::vector<double>& point_score, double lo,
+                        double hi, std::int64_t splits, std::int64_t slots) {
+  const auto waves = [&](std::int64_t ctas) { return (ctas * splits + slots - 1) / slots; };
+  const auto log_distance = [](double c, double a, double b) {
+    return c < a ? std::log(a / c) : (c > b ? std::log(c / b) : 0.0);
+  };
+  const std::int64_t c_min = std::max<std::int64_t>(1, std::int64_t(std::ceil(lo)));
+  const std::int64_t c_max = std::max(c_min, std::int64_t(std::ceil(hi)) - 1);
+  double sum = 0, total = 0;
+  for (std::int64_t w = waves(c_min); w <= waves(c_max); ++w) {
+    // The counts with w waves: (w - 1) slots / splits < c <= w slots / splits.
+    const std::int64_t a = std::max(c_min, (w - 1) * slots / splits + 1);
+    const std::int64_t b = std::min(c_max, w * slots / splits);
+    if (b < a) continue;
+    double same_d = std::numeric_limits<double>::infinity(), any_d = same_d, same_sum = 0, any_sum = 0;
+    int same_n = 0, any_n = 0;
+    for (std::size_t p = 0; p < points.size(); ++p) {
+      const double d = log_distance(double(points[p].ctas), double(a), double(b));
+      if (d < any_d - 1e-12) any_d = d, any_sum = 0, any_n = 0;
+      if (d <= any_d + 1e-12) any_sum += point_score[p], ++any_n;
+      if (waves(points[p].ctas) != w) continue;
+      if (d < same_d - 1e-12) same_d = d, same_sum = 0, same_n = 0;
+      if (d <= same_d + 1e-12) same_sum += point_score[p], ++same_n;
+    }
+    if (any_n == 0) continue;
+    const double weight = std::log((double(b) + 0.5) / (double(a) - 0.5));
+    sum += weight * (same_n > 0 ? same_sum / same_n : any_sum / any_n);
+    total += weight;
+  }
+  return total > 0 ? sum / total : 0.0;
+}
+
+// The fewest splits whose score is within the tie tolerance of the best; scores ascend by splits.
+int pick_with_tolerance(const std::vector<std::pair<int, double>>& scores, double tolerance) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [s, value] : scores) best = std::min(best, value);
+  const double limit = best + std::log1p(tolerance);
+  for (const auto& [s, value] : scores) {
+    if (value <= limit) return s;
+  }
+  return scores.empty() ? 1 : scores.front().first;
 }
 
 }  // namespace
@@ -256,39 +314,101 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
     members[cell].push_back(i);
   }
 
-  for (std::size_t cell = 0; cell < cells; ++cell) {
-    const auto& in_cell = members[cell];
-    if (in_cell.empty()) continue;
-    std::set<int> candidates;
-    for (std::size_t i : in_cell) {
-      for (const SplitTiming& t : shapes[i].timings) candidates.insert(t.num_splits);
+  std::vector<char> decided(cells, 0);
+  if (options.sm_count <= 0) {
+    // No SM count: each cell on its own shapes only.
+    for (std::size_t cell = 0; cell < cells; ++cell) {
+      const auto& in_cell = members[cell];
+      if (in_cell.empty()) continue;
+      std::set<int> candidates;
+      for (std::size_t i : in_cell) {
+        for (const SplitTiming& t : shapes[i].timings) candidates.insert(t.num_splits);
+      }
+      std::vector<std::pair<int, double>> scores;  // (splits, mean log ratio), ascending splits
+      for (int s : candidates) {
+        double sum = 0;
+        for (std::size_t i : in_cell) sum += log_ratio(shapes[i], oracles[i], s);
+        scores.emplace_back(s, sum / double(in_cell.size()));
+      }
+      table.splits[cell] = pick_with_tolerance(scores, options.cell_tie_tolerance);
+      table.shapes_in_cell[cell] = int(in_cell.size());
+      decided[cell] = 1;
     }
-    std::vector<std::pair<int, double>> mean_log;  // (splits, mean log ratio), ascending splits
-    double best = std::numeric_limits<double>::infinity();
-    for (int s : candidates) {
-      double sum = 0;
-      for (std::size_t i : in_cell) sum += log_ratio(shapes[i], oracles[i], s);
-      const double mean = sum / double(in_cell.size());
-      mean_log.emplace_back(s, mean);
-      best = std::min(best, mean);
+  } else {
+    // Wave-aware: a cell is asked about every CTA count of its range, and a split count that
+    // exactly fills the waves at the one count measured there can spill a nearly empty wave a
+    // few CTAs further (issue #4: 88 CTAs x 3 = 264 slots, 96 x 3 = 288 cost 1.3-1.5x). So a
+    // cell scores each count on the measured CTA counts within wave_radius_octaves that share
+    // its waves (wave_aware_score), mixed with its own shapes' mean; cells with no shapes of
+    // their own but measured counts in reach are decided the same way.
+    std::map<std::size_t, std::map<std::int64_t, MeasuredCtas>> rows;  // row (x = 0) -> CTA count -> shapes
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const auto& p = shapes[i].point;
+      const std::int64_t ctas = std::int64_t(p.batch) * p.num_kv_heads;
+      const std::size_t row = table.index(g.head_dim_class(p.head_dim),
+                                          g.layout_class(p.layout == KvLayout::paged ? p.page_size : 0),
+                                          g.length_index(table_tokens(shapes[i], axis)), 0);
+      MeasuredCtas& m = rows[row][ctas];
+      m.ctas = ctas;
+      m.bucket_index = g.cta_index(ctas);
+      m.shapes.push_back(i);
     }
-    const double limit = best + std::log1p(options.cell_tie_tolerance);
-    for (const auto& [s, mean] : mean_log) {
-      if (mean <= limit) {
-        table.splits[cell] = s;
-        break;
+    const int radius = int(std::lround(options.wave_radius_octaves * g.cta_buckets_per_octave));
+    for (const auto& [row, by_ctas] : rows) {
+      const int y = int((row / std::size_t(g.cta_buckets)) % std::size_t(g.length_buckets));
+      const int hd = int(row / (std::size_t(g.cta_buckets) * g.length_buckets * g.layout_classes()));
+      const std::int64_t slots = std::int64_t(resident_ctas_per_sm(g.head_dims[std::size_t(hd)])) * options.sm_count;
+      // Splits beyond the row's 64-token tiles leave CTAs empty: waves count the non-empty ones.
+      const std::int64_t tiles = std::max<std::int64_t>(1, ((std::int64_t(1) << (g.length_log2_min + y)) + 63) / 64);
+      for (int x = 0; x < g.cta_buckets; ++x) {
+        const std::size_t cell = row + std::size_t(x);
+        std::vector<MeasuredCtas> window;
+        for (const auto& [ctas, m] : by_ctas) {
+          if (std::abs(m.bucket_index - x) <= radius) window.push_back(m);
+        }
+        if (window.empty()) continue;
+        std::set<int> candidates;
+        for (const MeasuredCtas& m : window) {
+          for (std::size_t i : m.shapes) {
+            for (const SplitTiming& t : shapes[i].timings) candidates.insert(t.num_splits);
+          }
+        }
+        const int k = g.cta_bucket_min + x;
+        const double lo = std::pow(2.0, (k - 0.5) / g.cta_buckets_per_octave);
+        const double hi = std::pow(2.0, (k + 0.5) / g.cta_buckets_per_octave);
+        const auto& own = members[cell];
+        std::vector<double> point_score(window.size());
+        std::vector<std::pair<int, double>> scores;
+        for (int s : candidates) {
+          for (std::size_t p = 0; p < window.size(); ++p) {
+            double sum = 0;
+            for (std::size_t i : window[p].shapes) sum += log_ratio(shapes[i], oracles[i], s);
+            point_score[p] = sum / double(window[p].shapes.size());
+          }
+          const std::int64_t per_split = (tiles + s - 1) / s;
+          const std::int64_t non_empty = (tiles + per_split - 1) / per_split;
+          double value = wave_aware_score(window, point_score, lo, hi, non_empty, slots);
+          if (!own.empty()) {
+            double sum = 0;
+            for (std::size_t i : own) sum += log_ratio(shapes[i], oracles[i], s);
+            value = options.wave_mix * value + (1.0 - options.wave_mix) * sum / double(own.size());
+          }
+          scores.emplace_back(s, value);
+        }
+        table.splits[cell] = pick_with_tolerance(scores, options.cell_tie_tolerance);
+        table.shapes_in_cell[cell] = int(own.size());
+        decided[cell] = 1;
       }
     }
-    table.shapes_in_cell[cell] = int(in_cell.size());
   }
 
   // Empty cells: from the nearest decided cell of the same plane; empty planes: a copy of
   // the same head_dim's nearest layout class that has data (ties to the lower class).
   for (int hd = 0; hd < g.head_dim_classes(); ++hd) {
     std::vector<bool> has(std::size_t(g.layout_classes()));
-    for (int lay = 0; lay < g.layout_classes(); ++lay) has[std::size_t(lay)] = plane_has_data(table, hd, lay);
+    for (int lay = 0; lay < g.layout_classes(); ++lay) has[std::size_t(lay)] = plane_has_data(table, decided, hd, lay);
     for (int lay = 0; lay < g.layout_classes(); ++lay) {
-      if (has[std::size_t(lay)]) fill_plane(table, hd, lay);
+      if (has[std::size_t(lay)]) fill_plane(table, decided, hd, lay);
     }
     for (int lay = 0; lay < g.layout_classes(); ++lay) {
       if (has[std::size_t(lay)]) continue;

@@ -41,7 +41,7 @@ TEST(FitPipeline, ComputesEverythingAndWritesNothing) {
   std::vector<std::string> datasets;
   for (const auto& e : p.evaluations) datasets.push_back(e.dataset);
   EXPECT_EQ(datasets, (std::vector<std::string>{"in_sample", "cv_leave_one_context_len_out",
-                                                "cv_leave_one_batch_out", "validation"}));
+                                                "cv_leave_one_batch_out", "cv_leave_one_ctas_out", "validation"}));
 
   // Same file, same header bytes.
   EXPECT_EQ(run_fit(request).header_text, p.header_text);

@@ -161,6 +161,48 @@ TEST(TableFit, QuarterOctaveCtasKeepWavesApart) {
   EXPECT_EQ(coarse.lookup(144, 1, 128, 16384, 0), coarse.lookup(128, 1, 128, 16384, 0));
 }
 
+TEST(TableFit, WaveAwareCellsAvoidTheCliffNextToTheMeasuredCount) {
+  // 132 SMs x 2 CTAs = 264 slots. 88 CTAs x 3 splits fill one wave exactly and are fastest
+  // there; 104 CTAs x 3 = 312 spill a second wave (1.3x), where 8 splits are fine. 88 and 96
+  // share a quarter-octave bucket, so a cell decided on 88 alone gives 96 CTAs 3 splits (288,
+  // the cliff). With waves counted, the range above 88 is scored by 104, the nearest count
+  // with the same waves at 3 splits, and 8 splits win the cell.
+  const auto ladder = [](int ctas, double at3, double at8) {
+    return at(ctas, 8192, {{1, 30}, {2, 20}, {3, at3}, {8, at8}});
+  };
+  const std::vector<MeasuredShape> shapes = {ladder(88, 10.0, 10.8), ladder(104, 13.0, 10.0)};
+  const std::vector<OracleChoice> oracles = oracles_of(shapes);
+  FitOptions own_cell;  // sm_count 0: every cell on its own shapes
+  const SplitTable plain = fit_split_table(shapes, oracles, LengthAxis::real_length, {}, own_cell);
+  EXPECT_EQ(cta_bucket(88, 4), cta_bucket(96, 4));
+  EXPECT_EQ(plain.lookup(96, 1, 128, 8192, 0), 3);
+  FitOptions waves;
+  waves.sm_count = 132;
+  waves.wave_mix = 1.0;
+  const SplitTable aware = fit_split_table(shapes, oracles, LengthAxis::real_length, {}, waves);
+  EXPECT_EQ(aware.lookup(96, 1, 128, 8192, 0), 8);
+  EXPECT_EQ(aware.lookup(104, 1, 128, 8192, 0), 8);
+  // At 1 CTA per SM (head_dim 256: 132 slots) 3 splits spill already at 45 CTAs, so both
+  // measured counts sit in the same regime and the rule has nothing to correct.
+  EXPECT_EQ(resident_ctas_per_sm(256), 1);
+  EXPECT_EQ(resident_ctas_per_sm(128), 2);
+}
+
+TEST(TableFit, WaveAwareCellsWithoutOwnShapesAreDecidedFromMeasuredCountsInReach) {
+  // 8 and 16 CTAs measured, 12 not: its cell is decided by the measured counts with the same
+  // waves (both one wave at 16 splits), not copied from the nearest cell (ties to the larger,
+  // 8 CTAs' 32 splits, which would put 384 CTAs in two waves).
+  const std::vector<MeasuredShape> shapes = {at(8, 32768, {{8, 14}, {16, 11}, {32, 10}}),
+                                             at(16, 32768, {{8, 13}, {16, 10}, {32, 12}})};
+  FitOptions waves;
+  waves.sm_count = 132;
+  const SplitTable aware = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {}, waves);
+  EXPECT_EQ(aware.shapes_in_cell[aware.index(0, 0, 0, aware.grid.cta_index(12))], 0);
+  EXPECT_EQ(aware.lookup(12, 1, 128, 32768, 0), 16);
+  const SplitTable plain = fit_split_table(shapes, oracles_of(shapes), LengthAxis::real_length, {});
+  EXPECT_EQ(plain.lookup(12, 1, 128, 32768, 0), 32);
+}
+
 TEST(TableFit, EmptyCellsCopyTheNearestDecidedCell) {
   // Decided: 4 CTAs -> 8 splits, 64 CTAs -> 1 split (one length). 8 CTAs is nearest to 4
   // (8), 32 to 64 (1), and 16 is equally far from both: the larger count wins.

@@ -53,6 +53,9 @@ int scale_below_edge_and_cap(int cell_splits, int octaves_below, int max_splits,
 // (head_dims 64 and 128 -> 91; page sizes 16 and 64 -> 32). Values >= t join the upper class.
 int geometric_midpoint(int a, int b);
 
+// Resident CTAs per SM of our decode kernel (kernels/NOTES.md: 2 up to head_dim 128, 1 at 256).
+int resident_ctas_per_sm(int head_dim);
+
 enum class LengthAxis { real_length, capacity };
 std::string_view to_string(LengthAxis axis);
 
@@ -117,6 +120,15 @@ struct FitOptions {
   int cta_buckets_per_octave = 0;
   // A finer CTA resolution must lower the leave-one-batch-out geomean regret by more than this.
   double cta_resolution_min_gain = 0.002;
+  // Wave-aware cells (heuristics/FIT.md, "Wave-aware cells"): the GPU's SM count, 0 to decide
+  // each cell on its own shapes only. run_fit passes the measurements' count.
+  int sm_count = 0;
+  // How far, in octaves of CTAs, a cell looks for measured CTA counts with the same waves.
+  double wave_radius_octaves = 1.0;
+  // A cell's score: wave_mix x its range's wave-aware score + (1 - wave_mix) x its own shapes'
+  // mean log ratio. 0.25: the lowest leave-one-CTA-count-out and leave-one-batch-out regret of
+  // {0, 0.25, 0.5, 0.75, 1} on the H200 data (heuristics/FIT.md, "Wave-aware cells").
+  double wave_mix = 0.25;
   // Fit per-dtype tables only to report what they would gain (FitNotes::dtype_checks).
   bool diagnose_dtypes = true;
 };
