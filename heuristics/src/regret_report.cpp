@@ -163,9 +163,13 @@ std::string regret_points_csv(const std::vector<Evaluation>& evaluations) {
       break;
     }
   }
+  // The oracle's pick has its own columns only when no policy named "oracle" brings them: a
+  // repeated column name is renamed by pandas (oracle_splits.1) and lost by csv.DictReader.
+  const bool oracle_is_a_policy = std::find(policies.begin(), policies.end(), "oracle") != policies.end();
   std::string out =
       "dataset,kernel,layout,page_size,dtype,batch,num_heads,num_kv_heads,head_dim,context_len,cache_capacity,"
-      "timed_counts,fastest_splits,fastest_time_us,oracle_splits,oracle_time_us";
+      "timed_counts,fastest_splits,fastest_time_us";
+  if (!oracle_is_a_policy) out += ",oracle_splits,oracle_time_us";
   for (const std::string& p : policies) {
     out += fmt::format(",{0}_splits,{0}_timed_splits,{0}_match,{0}_time_us,{0}_regret", p);
   }
@@ -173,10 +177,11 @@ std::string regret_points_csv(const std::vector<Evaluation>& evaluations) {
   for (const Evaluation& e : evaluations) {
     for (const ShapeResult& r : e.shapes) {
       const tuner::SweepPoint& p = r.shape.point;
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{},{:.3f}", e.dataset, r.shape.kernel,
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}", e.dataset, r.shape.kernel,
                          tuner::to_string(p.layout), p.page_size, tuner::to_string(p.dtype), p.batch, p.num_heads,
                          p.num_kv_heads, p.head_dim, p.context_len, p.cache_capacity, r.shape.timings.size(),
-                         r.oracle.fastest_splits, r.oracle.fastest_time_us, r.oracle.num_splits, r.oracle.time_us);
+                         r.oracle.fastest_splits, r.oracle.fastest_time_us);
+      if (!oracle_is_a_policy) out += fmt::format(",{},{:.3f}", r.oracle.num_splits, r.oracle.time_us);
       for (std::size_t k = 0; k < policies.size(); ++k) {
         const PolicyOutcome* o = k < r.outcomes.size() && r.outcomes[k].evaluated ? &r.outcomes[k] : nullptr;
         if (o == nullptr) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <set>
+#include <sstream>
 #include <gtest/gtest.h>
 
 #include "heuristics_test_support.hpp"
@@ -100,6 +102,12 @@ TEST(Evaluate, OursBeatsTheBaselinesOnTheSyntheticModel) {
     EXPECT_LT(ours, row_for(rows, "all", other).stats.geomean) << other;
   }
   EXPECT_LE(row_for(rows, "all", "oracle").stats.max, 1.02);  // its own tie band, at most 2 x cv
+  // Every column of the points CSV has its own name (pandas renames repeats, DictReader drops them).
+  const std::string points = regret_points_csv({evaluate_policies("in_sample", m.shapes, all_policies(fit, 132))});
+  std::set<std::string> seen;
+  std::string header = points.substr(0, points.find('\n')), column;
+  for (std::istringstream columns(header); std::getline(columns, column, ',');)
+    EXPECT_TRUE(seen.insert(column).second) << "repeated column " << column;
   // The capacity scenario: FA2 on capacity is far off, ours is not.
   EXPECT_GT(row_for(rows, "capacity_gt_length", "fa2_capacity").stats.geomean, 1.3);
   EXPECT_LT(row_for(rows, "capacity_gt_length", "ours").stats.geomean, 1.05);
