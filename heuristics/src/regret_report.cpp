@@ -1,6 +1,10 @@
 #include "splitkv/heuristics/regret_report.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <map>
 
@@ -65,7 +69,17 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
   std::vector<std::optional<ShapeResult>> results(shapes.size());
   Evaluation e;
   e.dataset = fmt::format("cv_leave_one_{}_out", scheme.name);
-  for (const auto& [key, held_out] : folds) {
+  std::vector<const std::vector<std::size_t>*> fold_list;
+  for (const auto& [key, held_out] : folds) fold_list.push_back(&held_out);
+  // Names and descriptions only: a fold's policies may refer to its fit, gone when the fold ends.
+  std::vector<std::vector<std::pair<std::string, std::string>>> fold_policies(fold_list.size());
+
+  // Each fold refits the tables (with their own leave-one-batch-out choice of CTA resolution)
+  // on everything else: minutes in one thread for a full grid, so folds run on every core. A
+  // fold writes only its own held-out shapes' slots, and the output keeps the input order, so
+  // the report is the same bytes at any thread count.
+  auto run_fold = [&](std::size_t f) {
+    const std::vector<std::size_t>& held_out = *fold_list[f];
     std::vector<MeasuredShape> training;
     std::vector<bool> is_held(shapes.size(), false);
     for (std::size_t i : held_out) is_held[i] = true;
@@ -76,12 +90,6 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
     fold_options.diagnose_dtypes = false;  // only the tables matter for held-out regret
     const FittedHeuristic fit = fit_heuristic(training, fold_options);
     const std::vector<Policy> policies = all_policies(fit, num_sms);
-    if (e.policies.empty()) {
-      for (const Policy& p : policies) {
-        e.policies.push_back(p.name);
-        e.descriptions.push_back(p.description);
-      }
-    }
     for (std::size_t i : held_out) {
       ShapeResult r{shapes[i], oracle_choice(shapes[i]), std::vector<PolicyOutcome>(policies.size())};
       for (std::size_t k = 0; k < policies.size(); ++k) {
@@ -89,6 +97,31 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
       }
       results[i] = std::move(r);
     }
+    for (const Policy& p : policies) fold_policies[f].emplace_back(p.name, p.description);
+  };
+  std::atomic<std::size_t> next_fold{0};
+  std::exception_ptr first_error;
+  std::mutex error_mutex;
+  auto worker = [&] {
+    for (std::size_t f; (f = next_fold.fetch_add(1)) < fold_list.size();) {
+      try {
+        run_fold(f);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+  };
+  const std::size_t threads =
+      std::min<std::size_t>(fold_list.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+  for (const auto& [name, description] : fold_policies.front()) {
+    e.policies.push_back(name);
+    e.descriptions.push_back(description);
   }
   for (auto& r : results) e.shapes.push_back(std::move(*r));
   return e;
