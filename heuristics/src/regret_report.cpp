@@ -71,8 +71,8 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
   e.dataset = fmt::format("cv_leave_one_{}_out", scheme.name);
   std::vector<const std::vector<std::size_t>*> fold_list;
   for (const auto& [key, held_out] : folds) fold_list.push_back(&held_out);
-  // Names and descriptions only: a fold's policies may refer to its fit, gone when the fold ends.
-  std::vector<std::vector<std::pair<std::string, std::string>>> fold_policies(fold_list.size());
+  // Every fold has the same policies; fold 0 (and only it, so no other thread writes them) names
+  // them in the evaluation. Names and descriptions only: the policies refer to the fold's fit.
 
   // Each fold refits the tables (with their own leave-one-batch-out choice of CTA resolution)
   // on everything else: minutes in one thread for a full grid, so folds run on every core. A
@@ -97,7 +97,12 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
       }
       results[i] = std::move(r);
     }
-    for (const Policy& p : policies) fold_policies[f].emplace_back(p.name, p.description);
+    if (f == 0) {
+      for (const Policy& p : policies) {
+        e.policies.push_back(p.name);
+        e.descriptions.push_back(p.description);
+      }
+    }
   };
   std::atomic<std::size_t> next_fold{0};
   std::exception_ptr first_error;
@@ -119,10 +124,6 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
   worker();
   for (std::thread& t : pool) t.join();
   if (first_error) std::rethrow_exception(first_error);
-  for (const auto& [name, description] : fold_policies.front()) {
-    e.policies.push_back(name);
-    e.descriptions.push_back(description);
-  }
   for (auto& r : results) e.shapes.push_back(std::move(*r));
   return e;
 }

@@ -29,6 +29,15 @@ double log_ratio(const MeasuredShape& shape, const OracleChoice& oracle, int spl
   return std::log(time_at_splits(shape, splits).time_us / oracle.fastest_time_us);
 }
 
+// Sum of the log ratios of `splits` over some of the shapes (indices into shapes and oracles);
+// callers divide by the count where they need the mean.
+double sum_log_ratio(const std::vector<MeasuredShape>& shapes, const std::vector<OracleChoice>& oracles,
+                     const std::vector<std::size_t>& members, int splits) {
+  double sum = 0;
+  for (std::size_t i : members) sum += log_ratio(shapes[i], oracles[i], splits);
+  return sum;
+}
+
 }  // namespace
 
 int log2_bucket(std::int64_t value) {
@@ -231,10 +240,13 @@ bool plane_has_data(const SplitTable& table, const std::vector<char>& decided, i
 }
 
 // The CTA counts measured in one (head_dim, layout, length) row of a table, with their shapes.
+// A count sits in the windows of up to 2 x radius + 1 cells: its mean log ratio per split count
+// is computed once and kept.
 struct MeasuredCtas {
   std::int64_t ctas = 0;
   int bucket_index = 0;
   std::vector<std::size_t> shapes;
+  std::map<int, double> score_by_splits;
 };
 
 // Mean log ratio of `splits` over the CTA counts a cell is asked about (heuristics/FIT.md,
@@ -242,7 +254,7 @@ struct MeasuredCtas {
 // ceil(c x splits / slots); a run is scored by the measured CTA count nearest to it (log
 // distance) that has the same number of waves, else by the nearest measured count; runs
 // weigh their log extent. `point_score[p]` is the mean log ratio of `points[p]` at `splits`.
-double wave_aware_score(const std::vector<MeasuredCtas>& points, const std::vector<double>& point_score, double lo,
+double wave_aware_score(const std::vector<MeasuredCtas*>& points, const std::vector<double>& point_score, double lo,
                         double hi, std::int64_t splits, std::int64_t slots) {
   const auto waves = [&](std::int64_t ctas) { return (ctas * splits + slots - 1) / slots; };
   const auto log_distance = [](double c, double a, double b) {
@@ -259,10 +271,10 @@ double wave_aware_score(const std::vector<MeasuredCtas>& points, const std::vect
     double same_d = std::numeric_limits<double>::infinity(), any_d = same_d, same_sum = 0, any_sum = 0;
     int same_n = 0, any_n = 0;
     for (std::size_t p = 0; p < points.size(); ++p) {
-      const double d = log_distance(double(points[p].ctas), double(a), double(b));
+      const double d = log_distance(double(points[p]->ctas), double(a), double(b));
       if (d < any_d - 1e-12) any_d = d, any_sum = 0, any_n = 0;
       if (d <= any_d + 1e-12) any_sum += point_score[p], ++any_n;
-      if (waves(points[p].ctas) != w) continue;
+      if (waves(points[p]->ctas) != w) continue;
       if (d < same_d - 1e-12) same_d = d, same_sum = 0, same_n = 0;
       if (d <= same_d + 1e-12) same_sum += point_score[p], ++same_n;
     }
@@ -325,11 +337,7 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
         for (const SplitTiming& t : shapes[i].timings) candidates.insert(t.num_splits);
       }
       std::vector<std::pair<int, double>> scores;  // (splits, mean log ratio), ascending splits
-      for (int s : candidates) {
-        double sum = 0;
-        for (std::size_t i : in_cell) sum += log_ratio(shapes[i], oracles[i], s);
-        scores.emplace_back(s, sum / double(in_cell.size()));
-      }
+      for (int s : candidates) scores.emplace_back(s, sum_log_ratio(shapes, oracles, in_cell, s) / double(in_cell.size()));
       table.splits[cell] = pick_with_tolerance(scores, options.cell_tie_tolerance);
       table.shapes_in_cell[cell] = int(in_cell.size());
       decided[cell] = 1;
@@ -354,7 +362,7 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
       m.shapes.push_back(i);
     }
     const int radius = int(std::lround(options.wave_radius_octaves * g.cta_buckets_per_octave));
-    for (const auto& [row, by_ctas] : rows) {
+    for (auto& [row, by_ctas] : rows) {
       const int y = int((row / std::size_t(g.cta_buckets)) % std::size_t(g.length_buckets));
       const int hd = int(row / (std::size_t(g.cta_buckets) * g.length_buckets * g.layout_classes()));
       const std::int64_t slots = std::int64_t(resident_ctas_per_sm(g.head_dims[std::size_t(hd)])) * options.sm_count;
@@ -362,14 +370,14 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
       const std::int64_t tiles = std::max<std::int64_t>(1, ((std::int64_t(1) << (g.length_log2_min + y)) + 63) / 64);
       for (int x = 0; x < g.cta_buckets; ++x) {
         const std::size_t cell = row + std::size_t(x);
-        std::vector<MeasuredCtas> window;
-        for (const auto& [ctas, m] : by_ctas) {
-          if (std::abs(m.bucket_index - x) <= radius) window.push_back(m);
+        std::vector<MeasuredCtas*> window;
+        for (auto& [ctas, m] : by_ctas) {
+          if (std::abs(m.bucket_index - x) <= radius) window.push_back(&m);
         }
         if (window.empty()) continue;
         std::set<int> candidates;
-        for (const MeasuredCtas& m : window) {
-          for (std::size_t i : m.shapes) {
+        for (const MeasuredCtas* m : window) {
+          for (std::size_t i : m->shapes) {
             for (const SplitTiming& t : shapes[i].timings) candidates.insert(t.num_splits);
           }
         }
@@ -381,18 +389,16 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
         std::vector<std::pair<int, double>> scores;
         for (int s : candidates) {
           for (std::size_t p = 0; p < window.size(); ++p) {
-            double sum = 0;
-            for (std::size_t i : window[p].shapes) sum += log_ratio(shapes[i], oracles[i], s);
-            point_score[p] = sum / double(window[p].shapes.size());
+            const auto [known, added] = window[p]->score_by_splits.try_emplace(s, 0.0);
+            if (added) known->second = sum_log_ratio(shapes, oracles, window[p]->shapes, s) / double(window[p]->shapes.size());
+            point_score[p] = known->second;
           }
           const std::int64_t per_split = (tiles + s - 1) / s;
           const std::int64_t non_empty = (tiles + per_split - 1) / per_split;
           double value = wave_aware_score(window, point_score, lo, hi, non_empty, slots);
-          if (!own.empty()) {
-            double sum = 0;
-            for (std::size_t i : own) sum += log_ratio(shapes[i], oracles[i], s);
-            value = options.wave_mix * value + (1.0 - options.wave_mix) * sum / double(own.size());
-          }
+          if (!own.empty())
+            value = options.wave_mix * value +
+                    (1.0 - options.wave_mix) * sum_log_ratio(shapes, oracles, own, s) / double(own.size());
           scores.emplace_back(s, value);
         }
         table.splits[cell] = pick_with_tolerance(scores, options.cell_tie_tolerance);
