@@ -57,10 +57,19 @@ if wants tests; then
 fi
 
 if wants sanitize; then
-  for tool in memcheck racecheck; do
+  # memcheck on every kernel path; racecheck and synccheck also on num_splits = auto, whose
+  # persistent CTAs run several warp groups on named barriers. Each tool is bounded in time.
+  base_tests='DecodeAttentionGpu.SanitizerSubset:DecodeAttentionGpu.EdgeLengths'
+  auto_tests='DecodeAttentionGpu.AutoSplitsOnUniformAndNearlyUniformBatches:DecodeAttentionGpu.PerSequenceSplitsOnTheDevice'
+  for tool in memcheck racecheck synccheck; do
     section "compute-sanitizer $tool"
-    compute-sanitizer --tool "$tool" --error-exitcode 9 build-device/tests/splitkv_gpu_tests \
-      --gtest_filter="DecodeAttentionGpu.SanitizerSubset:DecodeAttentionGpu.EdgeLengths$([[ $tool == memcheck ]] && echo ':DecodeAttentionGpu.PerSequenceSplitsOnTheDevice:DecodeAttentionGpu.PerSequenceSplitsAcrossManySequences:DecodeAttentionGpu.CudaGraphWithAutoSplitsServesChangingLengths:DevicePolicies.*')" >"$LOG/sanitizer_$tool.log" 2>&1
+    case $tool in
+      memcheck) filter="$base_tests:$auto_tests:DecodeAttentionGpu.PerSequenceSplitsAcrossManySequences:DecodeAttentionGpu.CudaGraphWithAutoSplitsServesChangingLengths:DevicePolicies.*" ;;
+      racecheck) filter="$base_tests:$auto_tests" ;;
+      synccheck) filter="$auto_tests" ;;
+    esac
+    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 9 build-device/tests/splitkv_gpu_tests \
+      --gtest_filter="$filter" >"$LOG/sanitizer_$tool.log" 2>&1
     rc=$?
     tail -3 "$LOG/sanitizer_$tool.log"
     summary+=$(printf '\n%-28s exit %d, %s' "compute-sanitizer $tool" "$rc" "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG/sanitizer_$tool.log" | tail -1)")

@@ -72,9 +72,10 @@ cudaError_t resident_ctas(const void* kernel, int shared_bytes, int* ctas) {
 }
 
 // How num_splits = auto is scheduled: "persistent" (the default here) walks only the splits that
-// hold work on a grid of at most the resident CTAs; "grid" launches one CTA per possible work item
-// and lets the surplus exit (kernels/NOTES.md, v7). SPLITKV_AUTO_SCHEDULE picks one for measurement;
-// SPLITKV_PERSISTENT_CTAS_PER_SM=1 pads the persistent CTAs to one per SM. Read once.
+// hold work on a grid of at most one CTA per SM; "grid" launches one CTA per possible work item
+// and lets the surplus exit (kernels/NOTES.md, v7). SPLITKV_AUTO_SCHEDULE picks one for measurement.
+// SPLITKV_PERSISTENT_WARP_GROUPS=1 runs the persistent schedule as one-item CTAs, several per SM
+// (the v7 layout, kept for comparison). Read once.
 bool auto_schedule_is_persistent() {
   static const bool persistent = [] {
     const char* value = std::getenv("SPLITKV_AUTO_SCHEDULE");
@@ -83,18 +84,28 @@ bool auto_schedule_is_persistent() {
   return persistent;
 }
 
-int persistent_ctas_per_sm() {
-  static const int per_sm = [] {
-    const char* value = std::getenv("SPLITKV_PERSISTENT_CTAS_PER_SM");
-    return value != nullptr && std::atoi(value) == 1 ? 1 : 2;
+bool persistent_one_item_ctas() {
+  static const bool one_item = [] {
+    const char* value = std::getenv("SPLITKV_PERSISTENT_WARP_GROUPS");
+    return value != nullptr && std::atoi(value) == 1;
   }();
-  return per_sm;
+  return one_item;
 }
 
-cudaError_t shared_memory_per_sm(int* bytes) {
+// The most dynamic shared memory one CTA may ask for on the current device.
+cudaError_t shared_memory_per_cta(int* bytes) {
+  static std::mutex mutex;
+  static std::map<int, int> known;
   int device = 0;
   cudaError_t error = cudaGetDevice(&device);
-  if (error == cudaSuccess) error = cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+  if (error != cudaSuccess) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto found = known.find(device); found != known.end()) {
+    *bytes = found->second;
+    return cudaSuccess;
+  }
+  error = cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (error == cudaSuccess) known[device] = *bytes;
   return error;
 }
 
@@ -139,28 +150,40 @@ kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params
   return argument;
 }
 
-// Per-sequence split counts on the persistent grid: at most the resident CTA slots, never more
-// CTAs than the largest possible number of work items.
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
-cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
-                              cudaStream_t stream) {
-  const void* kernel =
-      reinterpret_cast<const void*>(&kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto>);
-  int per_sm_bytes = 0;
-  cudaError_t error = shared_memory_per_sm(&per_sm_bytes);
-  if (error != cudaSuccess) return error;
-  const int one_per_sm_bytes = per_sm_bytes / 2 + 1024;
-  int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(params.batch);
-  if (persistent_ctas_per_sm() == 1) shared_bytes = std::max(shared_bytes, one_per_sm_bytes);
-  error = allow_shared_memory(
-      kernel, std::max(kernels::persistent_shared_bytes<kHeadDim>(kMaxPersistentBatch), one_per_sm_bytes));
+// Per-sequence split counts on the persistent grid: kWarpGroups work items in flight per CTA, at
+// most the resident CTAs, never more CTAs than the largest possible number of work items.
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups>
+cudaError_t launch_persistent_groups(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
+                                     cudaStream_t stream) {
+  constexpr auto kernel = &kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto, kWarpGroups>;
+  const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(kWarpGroups, params.batch);
+  cudaError_t error = allow_shared_memory(reinterpret_cast<const void*>(kernel),
+                                          kernels::persistent_shared_bytes<kHeadDim>(kWarpGroups, kMaxPersistentBatch));
   int resident = 0;
-  if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
+  if (error == cudaSuccess) error = resident_ctas(reinterpret_cast<const void*>(kernel), shared_bytes, &resident);
   if (error != cudaSuccess) return error;
   const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
   const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
-  return launch_kernel(kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto>, dim3(grid),
-                       dim3(kernels::kThreadsPerCta), shared_bytes, stream, args, auto_table_argument<kAuto>(params));
+  return launch_kernel(kernel, dim3(grid), dim3(kernels::kThreadsPerCta * kWarpGroups), shared_bytes, stream, args,
+                       auto_table_argument<kAuto>(params));
+}
+
+// Several warp groups per CTA where the device's shared memory holds them (one CTA per SM, so the
+// first items land on distinct SMs); else, or when asked, one-item CTAs.
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
+cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
+                              cudaStream_t stream) {
+  constexpr int kGroups = kernels::persistent_warp_groups<kHeadDim>();
+  if constexpr (kGroups > 1) {
+    int per_cta_bytes = 0;
+    const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
+    if (error != cudaSuccess) return error;
+    const int static_bytes = 2048;  // the decision's and the scan's __shared__ arrays, with room
+    if (!persistent_one_item_ctas() &&
+        kernels::persistent_shared_bytes<kHeadDim>(kGroups, kMaxPersistentBatch) + static_bytes <= per_cta_bytes)
+      return launch_persistent_groups<Element, kHeadDim, kPaged, kAuto, kGroups>(params, args, stream);
+  }
+  return launch_persistent_groups<Element, kHeadDim, kPaged, kAuto, 1>(params, args, stream);
 }
 
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -417,6 +418,71 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsOnTheDevice) {
     EXPECT_LE(error.relative, 1e-2) << c.describe();
     for (std::size_t r = 0; r < ref_lse.size(); ++r)
       if (!std::isinf(ref_lse[r])) EXPECT_NEAR(run.lse[r], ref_lse[r], 1e-3 * (1.0 + std::abs(ref_lse[r])));
+  }
+}
+
+// num_splits = auto on uniform batches and on batches one length away from uniform. The persistent
+// schedule guesses (contiguous, head_dim <= 128) that every sequence has cache_seqlens[0]'s length
+// and starts its first item before the reduction; uniform batches keep the guess and then walk
+// items without the scan, the others drain it and redo the item. Both must write every output
+// element exactly as the reference, with many items per CTA (300 sequences) and few.
+TEST(DecodeAttentionGpu, AutoSplitsOnUniformAndNearlyUniformBatches) {
+  SPLITKV_REQUIRE_GPU();
+  std::mt19937_64 rng(23);
+  struct Pattern {
+    const char* name;
+    int batch;
+    std::function<int32_t(int)> length_of;
+  };
+  const std::vector<Pattern> patterns = {
+      {"uniform", 3, [](int) { return 700; }},
+      {"uniform, many sequences", 300, [](int) { return 200; }},
+      {"uniform, empty", 4, [](int) { return 0; }},
+      {"last shorter", 5, [](int b) { return b == 4 ? 100 : 650; }},
+      {"first longer", 5, [](int b) { return b == 0 ? 720 : 300; }},
+      {"last longer, many sequences", 300, [](int b) { return b == 299 ? 250 : 199; }},
+  };
+  for (const int head_dim : {64, 128, 256}) {
+    for (const KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {
+      for (const Pattern& pattern : patterns) {
+        SCOPED_TRACE(std::string(pattern.name) + " d" + std::to_string(head_dim) +
+                     (layout == KvLayout::paged ? " paged32" : " contiguous"));
+        ProblemShape shape;
+        shape.layout = layout;
+        shape.page_size = 32;
+        shape.batch = pattern.batch;
+        shape.num_kv_heads = 2;
+        shape.num_heads = 8;
+        shape.head_dim = head_dim;
+        shape.capacity = 768;
+        shape.lengths = reference::LengthMode::explicit_;
+        for (int b = 0; b < pattern.batch; ++b) shape.seqlens.push_back(pattern.length_of(b));
+        HostProblem problem = reference::random_problem(shape, rng());
+        const int bound = 1 + static_cast<int>(rng() % 12);
+        DeviceProblem device(problem, DType::bf16, bound);
+        ASSERT_TRUE(device.allocated());
+        DecodeParams params = device.params(bound, true);
+        params.per_sequence_splits = true;
+        AutoSplitsTable table;
+        for (auto& row : table.splits)
+          for (auto& entry : row) entry = static_cast<unsigned char>(1 + rng() % 12);
+        const DeviceAutoTable device_table(table);
+        params.auto_splits = device_table.pointer;
+        std::vector<double> ref_out, ref_lse;
+        reference::attention(problem, ref_out, ref_lse);
+        device.poison();
+        ASSERT_EQ(Status::ok, decode_attention(params, nullptr)) << last_error_message();
+        ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+        const GpuRun run = device.results();
+        const testing::ErrorSummary error = testing::compare(run.out, ref_out);
+        EXPECT_EQ(0u, error.unwritten);
+        EXPECT_LE(error.relative, 1e-2);
+        for (std::size_t r = 0; r < ref_lse.size(); ++r) {
+          if (std::isinf(ref_lse[r])) EXPECT_TRUE(std::isinf(run.lse[r]) && run.lse[r] < 0) << "lse[" << r << "]";
+          else EXPECT_NEAR(run.lse[r], ref_lse[r], 1e-3 * (1.0 + std::abs(ref_lse[r]))) << "lse[" << r << "]";
+        }
+      }
+    }
   }
 }
 

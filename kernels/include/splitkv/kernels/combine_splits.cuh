@@ -12,7 +12,6 @@
 namespace splitkv::kernels {
 
 inline constexpr int kCombineRowsPerCta = 4;
-static_assert(kCombineRowsPerCta * 32 == kThreadsPerCta, "batch_auto_split_count reduces over kThreadsPerCta threads");
 
 template <typename Element, int kHeadDim, bool kAuto>
 __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
@@ -28,7 +27,7 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   const int warp = threadIdx.x / 32;
   // The lengths are inputs of the split kernel, not its outputs, so they (and the auto count
   // derived from them) can be read while it still runs: off the critical path.
-  const int batch_auto_splits = batch_auto_split_count(args, auto_table);  // block-wide, before any exit
+  const int batch_auto_splits = batch_auto_split_count<kCombineRowsPerCta * 32>(args, auto_table);  // block-wide, before any exit
   const int64_t head_row = static_cast<int64_t>(blockIdx.x) * kCombineRowsPerCta + warp;
   if (head_row >= total_rows) return;
   const int batch_index = static_cast<int>(head_row / args.num_heads);

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <cfloat>
+#include <climits>
 #include <cstdint>
 
 #include "splitkv/kernels/mma_sm80.cuh"
@@ -63,59 +64,130 @@ __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int 
 }
 
 // num_splits = auto: the table's count for the whole batch, from every sequence's real length
-// (effective batch and max length, split_partition.hpp). Block-wide: every thread of the CTA
-// must call it; the answer is the same in every CTA, so the split kernel and the combine agree.
-// 0 for kernels launched without the table.
-template <bool kAuto>
+// (effective batch and max length, split_partition.hpp). The same in every CTA, so the split
+// kernel and the combine agree. In two halves, so a caller can put work between the loads and
+// their use: `issue_loads` asks for the lengths, the table and the guess below in one memory
+// round trip; `finish` (block-wide: every thread of the CTA calls it once) reduces them.
+// kThreads is the CTA's size.
+template <int kThreads>
+struct BatchAutoDecision {
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kTableWords = sizeof(AutoSplitsTable) / 4;
+  static constexpr int kWordsPerRow = AutoSplitsTable::kLengthBuckets / 4;
+  static_assert(sizeof(AutoSplitsTable) % 4 == 0 && AutoSplitsTable::kLengthBuckets % 4 == 0,
+                "the table is copied in 4-byte words");
+  static_assert(kTableWords <= 2 * kThreads, "two table words per thread");
+  static_assert(kWordsPerRow <= 32, "one table row per warp");
+
+  uint32_t first_word = 0, second_word = 0;  // this thread's share of the table
+  uint32_t guess_row_word = 0;               // lanes < kWordsPerRow: the row of the launch's batch
+  int first_length = 0;                      // cache_seqlens[0], clamped
+  int longest = 0, shortest = 0;
+  long long total = 0;
+
+  // After finish():
+  int splits = 1;
+  bool uniform = false;  // every sequence has the same length (`longest`)
+
+  __device__ __forceinline__ void issue_loads(const DecodeKernelArgs& args, const AutoSplitsTable* table) {
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(table);
+    // The table's words land in registers and go to shared memory in finish(): storing each word
+    // at once would wait for it before the lengths are even asked for (kernels/NOTES.md, v7).
+    first_word = threadIdx.x < kTableWords ? __ldg(words + threadIdx.x) : 0u;
+    second_word = threadIdx.x + kThreads < kTableWords ? __ldg(words + threadIdx.x + kThreads) : 0u;
+    const int lane = threadIdx.x % 32;
+    if (lane < kWordsPerRow) guess_row_word = __ldg(words + auto_batch_class(args.batch) * kWordsPerRow + lane);
+    first_length = clamped_length(args, 0);
+    longest = 0;
+    shortest = INT_MAX;
+    total = 0;
+    for (int b = threadIdx.x; b < args.batch; b += kThreads) {
+      const int length = clamped_length(args, b);
+      longest = max(longest, length);
+      shortest = min(shortest, length);
+      total += length;
+    }
+  }
+
+  // The table's count if every sequence had cache_seqlens[0]'s length: a uniform batch's answer,
+  // known one memory round trip after the launch, before the reduction. Warp-wide (a shuffle).
+  __device__ __forceinline__ int uniform_guess(const DecodeKernelArgs& args) const {
+    const int bucket = length_bucket(first_length);
+    const uint32_t word = __shfl_sync(0xffffffffu, guess_row_word, bucket / 4);
+    const int chosen = static_cast<int>((word >> (8 * (bucket % 4))) & 0xffu);
+    return chosen < 1 ? 1 : (chosen > args.num_splits ? args.num_splits : chosen);
+  }
+
+  __device__ __forceinline__ void finish(const DecodeKernelArgs& args) {
+    __shared__ uint32_t table_words[kTableWords];
+    __shared__ int warp_longest[kWarps], warp_shortest[kWarps];
+    __shared__ long long warp_total[kWarps];
+    if (threadIdx.x < kTableWords) table_words[threadIdx.x] = first_word;
+    if (threadIdx.x + kThreads < kTableWords) table_words[threadIdx.x + kThreads] = second_word;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
+      shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, offset));
+      total += __shfl_xor_sync(0xffffffffu, total, offset);
+    }
+    if (threadIdx.x % 32 == 0) {
+      warp_longest[threadIdx.x / 32] = longest;
+      warp_shortest[threadIdx.x / 32] = shortest;
+      warp_total[threadIdx.x / 32] = total;
+    }
+    // Not __syncthreads(): in the persistent kernel the warp groups reach this barrier from
+    // different call sites, which the aligned form does not allow.
+    asm volatile("barrier.sync 0;\n" ::: "memory");
+    longest = 0;
+    shortest = INT_MAX;
+    total = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      longest = max(longest, warp_longest[w]);
+      shortest = min(shortest, warp_shortest[w]);
+      total += warp_total[w];
+    }
+    uniform = shortest == longest;
+    splits = auto_split_count(*reinterpret_cast<const AutoSplitsTable*>(table_words), total, longest, args.batch,
+                              args.num_splits);
+  }
+};
+
+// Both halves at once, for callers with nothing to overlap; 0 for kernels launched without the
+// table. Block-wide.
+template <int kThreads, bool kAuto>
 __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& args,
                                                       const AutoTableArgument<kAuto>& auto_table) {
   if constexpr (!kAuto) {
     return 0;
   } else {
-    __shared__ int warp_longest[kWarpsPerCta];
-    __shared__ long long warp_total[kWarpsPerCta];
-    // The whole table comes in with the lengths, in the same memory round trip: its words are
-    // loaded into registers first and stored to shared memory only after the length loads are
-    // issued (storing each word at once would wait for it before the lengths are even asked for).
-    // The entry is picked from shared memory once the reduction is done.
-    constexpr int kTableWords = sizeof(AutoSplitsTable) / 4;
-    static_assert(sizeof(AutoSplitsTable) % 4 == 0, "the table is copied in 4-byte words");
-    static_assert(kTableWords <= 2 * kThreadsPerCta, "two table words per thread");
-    __shared__ uint32_t table_words[kTableWords];
-    const uint32_t* table_source = reinterpret_cast<const uint32_t*>(auto_table.table);
-    const int second_word = threadIdx.x + kThreadsPerCta;
-    const uint32_t first_value = __ldg(table_source + threadIdx.x);
-    const uint32_t second_value = second_word < kTableWords ? __ldg(table_source + second_word) : 0u;
-    int longest = 0;
-    long long total = 0;
-    for (int b = threadIdx.x; b < args.batch; b += kThreadsPerCta) {
-      const int length = clamped_length(args, b);
-      longest = max(longest, length);
-      total += length;
-    }
-    table_words[threadIdx.x] = first_value;
-    if (second_word < kTableWords) table_words[second_word] = second_value;
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) {
-      longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
-      total += __shfl_xor_sync(0xffffffffu, total, offset);
-    }
-    if (threadIdx.x % 32 == 0) {
-      warp_longest[threadIdx.x / 32] = longest;
-      warp_total[threadIdx.x / 32] = total;
-    }
-    __syncthreads();
-    longest = 0;
-    total = 0;
-#pragma unroll
-    for (int w = 0; w < kWarpsPerCta; ++w) {
-      longest = max(longest, warp_longest[w]);
-      total += warp_total[w];
-    }
-    return auto_split_count(*reinterpret_cast<const AutoSplitsTable*>(table_words), total, longest, args.batch,
-                            args.num_splits);
+    BatchAutoDecision<kThreads> decision;
+    decision.issue_loads(args, auto_table.table);
+    decision.finish(args);
+    return decision.splits;
   }
 }
+
+// The 4 warps that run one work item. A CTA of the persistent schedule holds kGroups of them, each
+// with its own pipeline buffers and named barrier, so it walks several work items at once while
+// being the only CTA on its SM (kernels/NOTES.md, v9). Both members derive from threadIdx.x, so
+// the compiler can recompute them instead of holding registers; one group is the whole CTA and
+// syncs with __syncthreads, barrier 0.
+template <int kGroups>
+struct WarpGroup {
+  static_assert(kGroups >= 1 && kGroups <= 15, "named barriers 1..15");
+  __device__ __forceinline__ static int index() { return kGroups == 1 ? 0 : threadIdx.x / kThreadsPerCta; }
+  __device__ __forceinline__ static unsigned thread() {
+    return kGroups == 1 ? threadIdx.x : threadIdx.x % kThreadsPerCta;
+  }
+  __device__ __forceinline__ static void sync() {
+    if constexpr (kGroups == 1) {
+      __syncthreads();
+    } else {
+      asm volatile("bar.sync %0, %1;\n" ::"r"(1 + index()), "n"(kThreadsPerCta) : "memory");
+    }
+  }
+};
 
 // Splits of a sequence: an explicit per-sequence count, the batch's auto count, or the fixed one.
 __device__ __forceinline__ int splits_of_sequence(const DecodeKernelArgs& args, int batch_index, int batch_auto_splits) {
@@ -162,37 +234,40 @@ __device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args
   return (row * args.num_kv_heads + kv_head) * kHeadDim;
 }
 
-// One work item: tokens of split `split` of (sequence, kv head), through the whole pipeline to
-// its partial or final output. Every thread of the CTA calls it; it leaves shared memory in use
-// (the epilogue), so a caller that runs another item must __syncthreads() first.
-template <typename Element, int kHeadDim, bool kPaged>
-__device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
-                                                 int batch_index, int kv_head, int split, int batch_auto_splits) {
+// One work item: tokens of split `split` of (sequence, kv head) when the sequence has `seqlen`
+// tokens in `splits` splits, through the whole pipeline to its partial or final output. Every
+// thread of the warp group calls it; it leaves the group's shared memory in use (the epilogue), so
+// a caller that runs another item on it must sync the group first.
+// `after_issue()` runs once in every thread as soon as the first tiles' loads are in flight (at
+// once for an empty split). When it returns false the item was a guess that proved wrong: the
+// loads are drained, nothing is written, and the call returns false.
+template <typename Element, int kHeadDim, bool kPaged, typename Group, typename AfterIssue>
+__device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
+                                                 Group group, int batch_index, int kv_head, int split,
+                                                 int splits, int seqlen, AfterIssue&& after_issue) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
   constexpr int kStages = decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
 
-  const int seqlen = clamped_length(args, batch_index);
-  const int splits = splits_of_sequence(args, batch_index, batch_auto_splits);
   const int live_splits = active_splits(seqlen, splits);
   const SplitRange range = split_range(seqlen, splits, split);
   const bool writes_final_output = live_splits <= 1;
   // Empty splits leave nothing behind; the combine derives the same live count from seqlen.
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
-  if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return;
+  if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return after_issue();
 
   Element* shared_k = reinterpret_cast<Element*>(shared_bytes);
   Element* shared_v = shared_k + kStages * Geometry::kTileElements;
   Element* shared_q = shared_v + kStages * Geometry::kTileElements;
 
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
+  const int lane = group.thread() % 32;
+  const int warp = group.thread() / 32;
   const int first_head = kv_head * args.group_size;
   const int64_t q_row0 = static_cast<int64_t>(batch_index) * args.num_heads + first_head;
 
   // Query group -> shared memory; padding rows are zeros so their scores stay finite.
-  for (int chunk = threadIdx.x; chunk < kMmaRows * kChunksPerRow; chunk += kThreadsPerCta) {
+  for (int chunk = static_cast<int>(group.thread()); chunk < kMmaRows * kChunksPerRow; chunk += kThreadsPerCta) {
     const int row = chunk / kChunksPerRow;
     const int column = chunk % kChunksPerRow;
     const Element* source = static_cast<const Element*>(args.q) + (q_row0 + row) * kHeadDim + column * 8;
@@ -208,7 +283,7 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
     const int first_token = range.begin + tile * kTokensPerTile;
 #pragma unroll
     for (int i = 0; i < Geometry::kChunksPerThread; ++i) {
-      const int chunk = threadIdx.x + i * kThreadsPerCta;
+      const int chunk = group.thread() + i * kThreadsPerCta;
       const int row = chunk / kChunksPerRow;
       const int column = chunk % kChunksPerRow;
       const int token = first_token + row;
@@ -225,6 +300,10 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
   for (int stage = 0; stage < kStages - 1; ++stage) {
     if (stage < num_tiles) load_tile(stage, stage);
     copy_async_commit();  // the Q copies ride in the first group
+  }
+  if (!after_issue()) {
+    copy_async_wait<0>();
+    return false;
   }
 
   // Accumulator fragment layout (m16n8): element e of n-tile j sits at row lane/4 (+8 for e>=2),
@@ -246,7 +325,7 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     copy_async_wait<kStages - 2>();
-    __syncthreads();  // tile is visible, and every warp is done with the stage refilled below
+    group.sync();  // tile is visible, and every warp is done with the stage refilled below
     if (tile + kStages - 1 < num_tiles) load_tile(tile + kStages - 1, (tile + kStages - 1) % kStages);
     copy_async_commit();
 
@@ -318,7 +397,7 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
 
   // Merge the four warps' softmax states through shared memory (the K/V ring is free now).
   copy_async_wait<0>();
-  __syncthreads();
+  group.sync();
   constexpr int kReduceStride = kHeadDim + 4;
   float* warp_outputs = reinterpret_cast<float*>(shared_bytes);
   float* warp_max = warp_outputs + kWarpsPerCta * kMmaRows * kReduceStride;
@@ -333,7 +412,7 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
       warp_sum[warp * kMmaRows + quad_row + 8 * r] = row_sum[r];
     }
   }
-  __syncthreads();
+  group.sync();
   float weight[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -356,11 +435,11 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
     *reinterpret_cast<float2*>(row0 + 8 * kReduceStride) =
         make_float2(output[j][2] * weight[1], output[j][3] * weight[1]);
   }
-  __syncthreads();
+  group.sync();
 
   // Each thread sums 4 consecutive columns of one row over the warps and stores them.
   const int64_t split_stride = args.num_splits;
-  for (int index = threadIdx.x * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
+  for (int index = static_cast<int>(group.thread()) * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
     const int row = index / kHeadDim;
     const int column = index % kHeadDim;
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -384,8 +463,8 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
     }
   }
   // LSE in natural log, as FlashAttention returns it; -inf for a row with no tokens.
-  if (threadIdx.x < args.group_size) {
-    const int row = threadIdx.x;
+  if (group.thread() < args.group_size) {
+    const int row = static_cast<int>(group.thread());
     float cta_max = -INFINITY;
     float cta_sum = 0.f;
     for (int w = 0; w < kWarpsPerCta; ++w) cta_max = fmaxf(cta_max, warp_max[w * kMmaRows + row]);
@@ -400,7 +479,13 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
       args.partial_lse[head_row * split_stride + split] = lse;
     }
   }
+  return true;
 }
+
+// For callers whose item is not a guess.
+struct NothingToCheck {
+  __device__ __forceinline__ bool operator()() const { return true; }
+};
 
 // One CTA per possible work item, grid (batch x kv_heads, num_splits): fixed split counts; explicit
 // per-sequence counts past kMaxPersistentBatch; and (kAuto) the table's count for the batch, where
@@ -413,35 +498,106 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
   extern __shared__ __align__(128) unsigned char shared_bytes[];
-  const int batch_auto_splits = batch_auto_split_count(args, auto_table);
-  decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, blockIdx.x / args.num_kv_heads,
-                                               blockIdx.x % args.num_kv_heads, blockIdx.y, batch_auto_splits);
+  const int batch_auto_splits = batch_auto_split_count<kThreadsPerCta>(args, auto_table);
+  const int batch_index = blockIdx.x / args.num_kv_heads;
+  decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, WarpGroup<1>{},
+                                               batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
+                                               splits_of_sequence(args, batch_index, batch_auto_splits),
+                                               clamped_length(args, batch_index), NothingToCheck{});
+}
+
+// Warp groups per CTA of the persistent schedule: as many as the one-item CTAs that fit on an SM
+// (2 at 100 KB of pipeline, 3 at 66 KB, 1 at 200 KB), so one CTA per SM keeps the same number
+// of items in flight.
+template <int kHeadDim>
+constexpr int persistent_warp_groups() {
+  constexpr int kSharedPerSm = 227 * 1024;  // sm_90's most per CTA, less the work-item offsets
+  constexpr int groups = (kSharedPerSm - 4 * (kMaxPersistentBatch + 1)) / decode_shared_bytes<kHeadDim>();
+  return groups < 1 ? 1 : (groups > 3 ? 3 : groups);
 }
 
 template <int kHeadDim>
-constexpr int persistent_shared_bytes(int batch) {
-  return decode_shared_bytes<kHeadDim>() + 4 * (batch + 1);
+constexpr int persistent_shared_bytes(int warp_groups, int batch) {
+  return warp_groups * decode_shared_bytes<kHeadDim>() + 4 * (batch + 1);
 }
 
 // Per-sequence split counts (kAuto: the table's count for the batch; else explicit counts): a grid
-// of at most the resident CTA slots, each CTA walking the work items i, i + gridDim.x, ... . The
-// items are only the splits that hold work: for each sequence in order, its live splits x kv heads
-// (split-major; work_items_of_sequence). A CTA-per-item grid sized for the largest possible count
-// instead launches every surplus CTA, and where those sit changes which SMs the working CTAs get
-// (kernels/NOTES.md, v6 and v7).
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
-__global__ void __launch_bounds__(kThreadsPerCta)
+// of at most one CTA per SM, each CTA's warp groups walking the work items as virtual CTAs
+// v = blockIdx.x + gridDim.x * group, items v, v + V, ... (V = gridDim.x * groups). The items are
+// only the splits that hold work: for each sequence in order, its live splits x kv heads
+// (split-major; work_items_of_sequence). Items 0 .. gridDim.x - 1 thus run on distinct SMs whatever
+// the hardware's placement: with several one-item CTAs per SM, a grid filling every slot put its
+// first 128 CTAs on 120 SMs (kernels/NOTES.md, v7 and v9).
+// A uniform batch (every length equal) needs no scan: item -> (sequence, split, head) is a
+// division. kAuto on the contiguous layout goes further and guesses that the batch is uniform at
+// cache_seqlens[0]'s length: the first item's loads are issued before the lengths are reduced,
+// and only a wrong guess pays (the loads are drained and the item is redone). Paged caches do not
+// guess: past a sequence's real length its block-table entries may name no page at all. Nor does
+// head_dim 256, whose accumulators leave no registers for the guess's second copy of the item.
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups>
+__global__ void __launch_bounds__(kThreadsPerCta * kWarpGroups, 1)
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
+  constexpr int kThreads = kThreadsPerCta * kWarpGroups;
   wait_for_prerequisite_grids();
   allow_dependent_grids_to_launch();
   extern __shared__ __align__(128) unsigned char shared_bytes[];
-  int* first_item = reinterpret_cast<int*>(shared_bytes + decode_shared_bytes<kHeadDim>());  // [batch + 1]
-  __shared__ int warp_items[kWarpsPerCta];
-  const int batch_auto_splits = batch_auto_split_count(args, auto_table);
+  using Group = WarpGroup<kWarpGroups>;
+  const Group group{};
+  const int group_index = Group::index();
+  unsigned char* group_shared = shared_bytes + group_index * decode_shared_bytes<kHeadDim>();
+  int* first_item = reinterpret_cast<int*>(shared_bytes + kWarpGroups * decode_shared_bytes<kHeadDim>());  // [batch + 1]
+  const int virtual_cta = blockIdx.x + gridDim.x * group_index;
+  const int virtual_ctas = gridDim.x * kWarpGroups;
+
+  int next_item = virtual_cta;  // the first item this group has not run yet
+  int batch_auto_splits = 0;
+  bool uniform = false;
+  int uniform_length = 0;
+  if constexpr (kAuto) {
+    BatchAutoDecision<kThreads> decision;
+    decision.issue_loads(args, auto_table.table);
+    if constexpr (!kPaged && kHeadDim <= 128) {
+      const int guess = decision.uniform_guess(args);
+      const int length = decision.first_length;
+      auto guess_held = [&] {
+        decision.finish(args);
+        return decision.uniform && decision.longest == length && decision.splits == guess;
+      };
+      const int per_sequence = work_items_of_sequence(length, guess, args.num_kv_heads);
+      bool held;
+      if (virtual_cta < per_sequence * args.batch) {
+        const int local = virtual_cta % per_sequence;
+        held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, virtual_cta / per_sequence,
+                                                            local % args.num_kv_heads, local / args.num_kv_heads,
+                                                            guess, length, guess_held);
+      } else {
+        held = guess_held();
+      }
+      if (held) next_item += virtual_ctas;
+    } else {
+      decision.finish(args);
+    }
+    batch_auto_splits = decision.splits;
+    uniform = decision.uniform;
+    uniform_length = decision.longest;
+  }
+
+  if (uniform) {
+    const int per_sequence = work_items_of_sequence(uniform_length, batch_auto_splits, args.num_kv_heads);
+    for (int item = next_item; item < per_sequence * args.batch; item += virtual_ctas) {
+      const int local = item % per_sequence;
+      group.sync();  // the previous item's epilogue is done with the group's pipeline buffers
+      decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, item / per_sequence,
+                                                   local % args.num_kv_heads, local / args.num_kv_heads,
+                                                   batch_auto_splits, uniform_length, NothingToCheck{});
+    }
+    return;
+  }
 
   // first_item[b] = items of sequences < b: each thread writes the offsets within its contiguous
   // run of sequences, then adds the run's offset from an exclusive scan over the threads' counts.
-  const int per_thread = ceil_div(args.batch, kThreadsPerCta);
+  __shared__ int warp_items[kThreads / 32];
+  const int per_thread = ceil_div(args.batch, kThreads);
   const int first_sequence = threadIdx.x * per_thread;
   const int end_sequence = min(first_sequence + per_thread, args.batch);
   int items = 0;
@@ -463,11 +619,11 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   for (int w = 0; w < threadIdx.x / 32; ++w) offset_of_warp += warp_items[w];
   const int run_offset = offset_of_warp + inclusive - items;
   for (int b = first_sequence; b < end_sequence; ++b) first_item[b] += run_offset;
-  if (threadIdx.x == kThreadsPerCta - 1) first_item[args.batch] = offset_of_warp + inclusive;
+  if (threadIdx.x == kThreads - 1) first_item[args.batch] = offset_of_warp + inclusive;
   __syncthreads();
 
   const int total_items = first_item[args.batch];
-  for (int item = blockIdx.x; item < total_items; item += gridDim.x) {
+  for (int item = next_item; item < total_items; item += virtual_ctas) {
     int low = 0, high = args.batch - 1;  // the last b with first_item[b] <= item
     while (low < high) {
       const int middle = (low + high + 1) / 2;
@@ -475,9 +631,10 @@ __global__ void __launch_bounds__(kThreadsPerCta)
       else high = middle - 1;
     }
     const int local = item - first_item[low];
-    __syncthreads();  // the previous item's epilogue is done with the shared pipeline buffers
-    decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, low, local % args.num_kv_heads,
-                                                 local / args.num_kv_heads, batch_auto_splits);
+    group.sync();
+    decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, low, local % args.num_kv_heads,
+                                                 local / args.num_kv_heads, splits_of_sequence(args, low, batch_auto_splits),
+                                                 clamped_length(args, low), NothingToCheck{});
   }
 }
 
