@@ -186,11 +186,28 @@ cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeK
   return launch_persistent_groups<Element, kHeadDim, kPaged, kAuto, 1>(params, args, stream);
 }
 
+// Measurement switch (kernels/NOTES.md, v9): SPLITKV_GRID_ONE_CTA_PER_SM=1 pads the CTA-per-item
+// kernel's shared memory past half an SM, so no two of its CTAs, and no CTA of the next call, can
+// share an SM with one of them. Read once.
+bool grid_one_cta_per_sm() {
+  static const bool padded = [] {
+    const char* value = std::getenv("SPLITKV_GRID_ONE_CTA_PER_SM");
+    return value != nullptr && std::atoi(value) == 1;
+  }();
+  return padded;
+}
+
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
-  constexpr int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
+  int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
   const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
+  if (grid_one_cta_per_sm()) {
+    int per_cta_bytes = 0;
+    const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
+    if (error != cudaSuccess) return error;
+    shared_bytes = std::max(shared_bytes, per_cta_bytes - 4096);
+  }
   const cudaError_t error = allow_shared_memory(kernel, shared_bytes);
   if (error != cudaSuccess) return error;
   return launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>,

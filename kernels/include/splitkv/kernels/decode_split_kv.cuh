@@ -516,6 +516,18 @@ constexpr int persistent_warp_groups() {
   return groups < 1 ? 1 : (groups > 3 ? 3 : groups);
 }
 
+// Registers per thread of the persistent kernel: at most what leaves room on the SM for one CTA
+// of the combine kernel (128 threads x 128 registers), so that programmatic dependent launch can
+// make the combine resident while the split kernel still runs, as it does beside the fixed-count
+// kernels. At 193 registers x 256 threads it could not: the combine then started only as split
+// CTAs exited (kernels/NOTES.md, v9). 8-register steps, 255 at most.
+constexpr int persistent_register_cap(int warp_groups) {
+  constexpr int kRegistersPerSm = 65536;
+  constexpr int kCombineRegisters = 128 * 128;
+  const int cap = (kRegistersPerSm - kCombineRegisters) / (kThreadsPerCta * warp_groups) / 8 * 8;
+  return cap > 255 ? 255 : cap;
+}
+
 template <int kHeadDim>
 constexpr int persistent_shared_bytes(int warp_groups, int batch) {
   return warp_groups * decode_shared_bytes<kHeadDim>() + 4 * (batch + 1);
@@ -535,7 +547,7 @@ constexpr int persistent_shared_bytes(int warp_groups, int batch) {
 // guess: past a sequence's real length its block-table entries may name no page at all. Nor does
 // head_dim 256, whose accumulators leave no registers for the guess's second copy of the item.
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups>
-__global__ void __launch_bounds__(kThreadsPerCta * kWarpGroups, 1)
+__global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   constexpr int kThreads = kThreadsPerCta * kWarpGroups;
   wait_for_prerequisite_grids();
