@@ -92,6 +92,16 @@ bool persistent_one_item_ctas() {
   return one_item;
 }
 
+// Measurement switch (kernels/NOTES.md, v9): SPLITKV_PERSISTENT_GRID_LIMIT=N launches at most N
+// persistent CTAs. Read once; 0 = no limit.
+int persistent_grid_limit() {
+  static const int limit = [] {
+    const char* value = std::getenv("SPLITKV_PERSISTENT_GRID_LIMIT");
+    return value != nullptr ? std::max(0, std::atoi(value)) : 0;
+  }();
+  return limit;
+}
+
 // The most dynamic shared memory one CTA may ask for on the current device.
 cudaError_t shared_memory_per_cta(int* bytes) {
   static std::mutex mutex;
@@ -163,7 +173,8 @@ cudaError_t launch_persistent_groups(const DecodeParams& params, const kernels::
   if (error == cudaSuccess) error = resident_ctas(reinterpret_cast<const void*>(kernel), shared_bytes, &resident);
   if (error != cudaSuccess) return error;
   const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-  const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
+  int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
+  if (persistent_grid_limit() > 0) grid = std::min(grid, persistent_grid_limit());
   return launch_kernel(kernel, dim3(grid), dim3(kernels::kThreadsPerCta * kWarpGroups), shared_bytes, stream, args,
                        auto_table_argument<kAuto>(params));
 }
