@@ -20,8 +20,9 @@ enum class Status : int {
 // captured CUDA graph serves every split count up to here.
 inline constexpr int kMaxSplits = 256;
 // Largest batch the persistent schedule of per-sequence split counts serves: its work-item
-// offsets ([batch + 1] ints) sit in shared memory beside the pipeline's, and 8 KB more keeps every
-// head size at its CTAs per SM. Larger batches run one CTA per possible work item.
+// offsets ([batch + 1] ints) sit in shared memory beside the pipelines of its warp groups, and
+// 8 KB more still fits two groups at head_dim 128 (three at 64) in one CTA on sm_90. Larger
+// batches run one CTA per possible work item.
 inline constexpr int kMaxPersistentBatch = 2047;
 // Tokens one CTA consumes per pipeline step; splits are aligned to it.
 inline constexpr int kTokensPerTile = 64;
