@@ -540,7 +540,7 @@ constexpr int persistent_shared_bytes(int warp_groups, int batch) {
 // (split-major; work_items_of_sequence). Items 0 .. gridDim.x - 1 thus run on distinct SMs whatever
 // the hardware's placement: with several one-item CTAs per SM, a grid filling every slot put its
 // first 128 CTAs on 120 SMs (kernels/NOTES.md, v7 and v9).
-// A uniform batch (every length equal) needs no scan: item -> (sequence, split, head) is a
+// A uniform batch (every length equal) needs no scan: item -> (split, sequence, head) is a
 // division. kAuto on the contiguous layout goes further and guesses that the batch is uniform at
 // cache_seqlens[0]'s length: the first item's loads are issued before the lengths are reduced,
 // and only a wrong guess pays (the loads are drained and the item is redone). Paged caches do not
@@ -562,6 +562,9 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   const int virtual_ctas = gridDim.x * kWarpGroups;
 
   int next_item = virtual_cta;  // the first item this group has not run yet
+  // A uniform batch's items go split-major over the (sequence, kv head) rows, as the CTA-per-item
+  // grid orders its CTAs: item = split x rows + row (kernels/NOTES.md, v9c).
+  const int rows = args.batch * args.num_kv_heads;
   int batch_auto_splits = 0;
   bool uniform = false;
   int uniform_length = 0;
@@ -578,10 +581,10 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       const int per_sequence = work_items_of_sequence(length, guess, args.num_kv_heads);
       bool held;
       if (virtual_cta < per_sequence * args.batch) {
-        const int local = virtual_cta % per_sequence;
-        held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, virtual_cta / per_sequence,
-                                                            local % args.num_kv_heads, local / args.num_kv_heads,
-                                                            guess, length, guess_held);
+        const int row = virtual_cta % rows;
+        held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
+                                                            row % args.num_kv_heads, virtual_cta / rows, guess, length,
+                                                            guess_held);
       } else {
         held = guess_held();
       }
@@ -597,11 +600,11 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   if (uniform) {
     const int per_sequence = work_items_of_sequence(uniform_length, batch_auto_splits, args.num_kv_heads);
     for (int item = next_item; item < per_sequence * args.batch; item += virtual_ctas) {
-      const int local = item % per_sequence;
+      const int row = item % rows;
       group.sync();  // the previous item's epilogue is done with the group's pipeline buffers
-      decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, item / per_sequence,
-                                                   local % args.num_kv_heads, local / args.num_kv_heads,
-                                                   batch_auto_splits, uniform_length, NothingToCheck{});
+      decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
+                                                   row % args.num_kv_heads, item / rows, batch_auto_splits,
+                                                   uniform_length, NothingToCheck{});
     }
     return;
   }
