@@ -60,6 +60,12 @@ def shapes():
     out += [Shape("context_sweep", b, 32, 8, L) for b in (1, 8)
             for L in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)]
     out += [Shape("capacity", b, 32, 8, L, capacity=131072) for b in (1, 4, 16) for L in (512, 2048, 8192, 16384)]
+    # Issue #7's capacity scenario (the 60 shapes of sweeps/ragged.json's capacity block), ours only:
+    # num_splits = auto, the heuristic's count and every fixed count on the same buffers, seconds
+    # apart. Separate sweeps allocate separate caches, and their comparison of auto with the best
+    # fixed count moved by up to 15% on the same shape (kernels/NOTES.md, v9).
+    out += [Shape("capacity_auto", b, h, 8, L, capacity=131072) for h in (32, 64) for b in (1, 2, 4, 8, 16)
+            for L in (512, 1024, 2048, 4096, 8192, 16384)]
     return out
 
 
@@ -289,7 +295,8 @@ def main():
     parser.add_argument("--heuristic-lib", help="path to libsplitkv_heuristics_c.so (ours at the table's choice)")
     parser.add_argument("--out", required=True, help="CSV to write; .json/.md/.png are written beside it")
     parser.add_argument("--groups", default="anchors,head_dim,batch_sweep,context_sweep,capacity",
-                        help="comma-separated shape groups to run")
+                        help="comma-separated shape groups to run; capacity_auto (issue #7: the 60 capacity-"
+                        "scenario shapes, ours only: auto, the heuristic and every fixed count) is not in the default")
     parser.add_argument("--flex-groups", default="anchors", help="groups on which FlexAttention also runs (it "
                         "compiles per shape, so the default keeps it to the anchors)")
     parser.add_argument("--git-sha", default=os.environ.get("SPLITKV_GIT_SHA", "unknown"))
@@ -358,13 +365,15 @@ def run_shapes(args, gpu, sms, l2, ours, groups, flex_groups, generator):
             choice = ours.choose(s, gpu, sms)
             if choice is not None:
                 record("splitkv_heuristic", ours.caller(s, buffers, choice), choice, lambda: buffers.out)
-            if s.capacity == s.context_len:
+            ours_only = s.group == "capacity_auto"
+            if s.capacity == s.context_len and not ours_only:
                 record("sdpa_cudnn", sdpa_caller(s, buffers, SDPBackend.CUDNN_ATTENTION))
                 record("sdpa_flash", sdpa_caller(s, buffers, SDPBackend.FLASH_ATTENTION))
                 if s.group in flex_groups:
                     record("flex_attention", flex_caller(s, buffers))
-            record("fa2_varlen_maxk_real", fa2_varlen_caller(s, buffers, s.context_len))
-            if s.capacity != s.context_len:
+            if not ours_only:
+                record("fa2_varlen_maxk_real", fa2_varlen_caller(s, buffers, s.context_len))
+            if s.capacity != s.context_len and not ours_only:
                 record("fa2_varlen_maxk_capacity", fa2_varlen_caller(s, buffers, s.capacity))
             if choice is not None:
                 record("splitkv_auto", ours.auto_caller(s, buffers, gpu, sms), "auto", lambda: buffers.out)
