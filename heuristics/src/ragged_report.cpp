@@ -223,7 +223,10 @@ std::string ragged_markdown(const RaggedEvaluation& e, const std::vector<RaggedS
          "`fa2_capacity`: FlashAttention 2's heuristic on the capacity, timed at the splits that overlap the real "
          "length) are timed on splitkv's rows at the count they pick. Device policies (`splitkv_auto`, `fa3_dynamic`, "
          "`flashinfer_plan`) are measured kernels; a per-sequence schedule can beat every single count, so their "
-         "regret may be below 1.\n\n";
+         "regret may be below 1. They come from a sweep of their own, on caches allocated apart from the fixed "
+         "counts': on the H200 the same point moved by up to 15% between such sweeps, so for the capacity scenario "
+         "`scripts/bench_peers.py --groups capacity_auto` also times `auto` and every fixed count on the same "
+         "buffers (kernels/NOTES.md, v9c).\n\n";
   out += "## Acceptance\n\n";
   if (a.capacity_shapes > 0) {
     out += fmt::format("- capacity scenario: `splitkv_auto` within 5% of the best fixed split count on **{:.1f}%** "
