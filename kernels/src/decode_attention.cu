@@ -102,6 +102,16 @@ int persistent_grid_limit() {
   return limit;
 }
 
+// Measurement switch (kernels/NOTES.md, v9): SPLITKV_AUTO_GUESS=0 makes the persistent auto kernel
+// reduce the lengths before it starts any item, instead of guessing a uniform batch. Read once.
+bool auto_guesses_uniform_batch() {
+  static const bool guess = [] {
+    const char* value = std::getenv("SPLITKV_AUTO_GUESS");
+    return value == nullptr || std::atoi(value) != 0;
+  }();
+  return guess;
+}
+
 // The most dynamic shared memory one CTA may ask for on the current device.
 cudaError_t shared_memory_per_cta(int* bytes) {
   static std::mutex mutex;
@@ -156,7 +166,10 @@ cudaError_t launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, 
 template <bool kAuto>
 kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params) {
   kernels::AutoTableArgument<kAuto> argument{};
-  if constexpr (kAuto) argument.table = params.auto_splits;
+  if constexpr (kAuto) {
+    argument.table = params.auto_splits;
+    argument.guess_uniform = auto_guesses_uniform_batch() ? 1 : 0;
+  }
   return argument;
 }
 

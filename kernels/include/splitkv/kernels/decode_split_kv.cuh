@@ -57,6 +57,7 @@ struct AutoTableArgument {};
 template <>
 struct AutoTableArgument<true> {
   const AutoSplitsTable* table;  // device memory
+  int guess_uniform;             // 0: no early first item (measurement switch, kernels/NOTES.md v9)
 };
 
 __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int batch_index) {
@@ -572,23 +573,27 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     BatchAutoDecision<kThreads> decision;
     decision.issue_loads(args, auto_table.table);
     if constexpr (!kPaged && kHeadDim <= 128) {
-      const int guess = decision.uniform_guess(args);
-      const int length = decision.first_length;
-      auto guess_held = [&] {
+      if (auto_table.guess_uniform == 0) {
         decision.finish(args);
-        return decision.uniform && decision.longest == length && decision.splits == guess;
-      };
-      const int per_sequence = work_items_of_sequence(length, guess, args.num_kv_heads);
-      bool held;
-      if (virtual_cta < per_sequence * args.batch) {
-        const int row = virtual_cta % rows;
-        held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
-                                                            row % args.num_kv_heads, virtual_cta / rows, guess, length,
-                                                            guess_held);
       } else {
-        held = guess_held();
+        const int guess = decision.uniform_guess(args);
+        const int length = decision.first_length;
+        auto guess_held = [&] {
+          decision.finish(args);
+          return decision.uniform && decision.longest == length && decision.splits == guess;
+        };
+        const int per_sequence = work_items_of_sequence(length, guess, args.num_kv_heads);
+        bool held;
+        if (virtual_cta < per_sequence * args.batch) {
+          const int row = virtual_cta % rows;
+          held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
+                                                              row % args.num_kv_heads, virtual_cta / rows, guess, length,
+                                                              guess_held);
+        } else {
+          held = guess_held();
+        }
+        if (held) next_item += virtual_ctas;
       }
-      if (held) next_item += virtual_ctas;
     } else {
       decision.finish(args);
     }
