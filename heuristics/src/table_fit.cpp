@@ -9,21 +9,13 @@
 #include <stdexcept>
 
 #include "splitkv/heuristics/measured_time.hpp"
+#include "splitkv/split_partition.hpp"
 #include "splitkv/tuner/sweep_point.hpp"
 
 namespace splitkv::heuristics {
 namespace {
 
 constexpr std::int64_t kBucketValueCap = std::int64_t(1) << 30;
-
-int floor_log2(std::uint64_t v) {
-  int r = 0;
-  while (v > 1) {
-    v >>= 1;
-    ++r;
-  }
-  return r;
-}
 
 double log_ratio(const MeasuredShape& shape, const OracleChoice& oracle, int splits) {
   return std::log(time_at_splits(shape, splits).time_us / oracle.fastest_time_us);
@@ -43,7 +35,7 @@ double sum_log_ratio(const std::vector<MeasuredShape>& shapes, const std::vector
 int log2_bucket(std::int64_t value) {
   if (value <= 1) return 0;
   const std::uint64_t v = std::uint64_t(std::min(value, kBucketValueCap));
-  const int i = floor_log2(v);
+  const int i = floor_log2(static_cast<unsigned>(v));  // v <= 2^30
   // v >= 2^i * sqrt(2)  <=>  v^2 >= 2^(2i+1); v <= 2^30 keeps v^2 inside 64 bits.
   return i + (v * v >= (std::uint64_t(1) << (2 * i + 1)) ? 1 : 0);
 }
@@ -71,7 +63,7 @@ int cta_bucket(std::int64_t value, int buckets_per_octave) {
   const std::vector<std::uint64_t>& thresholds = all_thresholds[std::size_t(buckets_per_octave)];
   if (value <= 1) return 0;
   const std::uint64_t v = std::uint64_t(std::min(value, kBucketValueCap));
-  const int i = floor_log2(v);
+  const int i = floor_log2(static_cast<unsigned>(v));  // v <= 2^30
   const std::uint64_t mantissa = (v << 30) >> i;
   int bucket = buckets_per_octave * i;
   for (std::uint64_t t : thresholds) bucket += mantissa >= t ? 1 : 0;

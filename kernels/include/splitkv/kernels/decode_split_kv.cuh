@@ -534,6 +534,12 @@ constexpr int persistent_shared_bytes(int warp_groups, int batch) {
   return warp_groups * decode_shared_bytes<kHeadDim>() + 4 * (batch + 1);
 }
 
+// The layout v9 measured (kernels/NOTES.md): as many warp groups as one-item CTAs fit on an SM. A
+// pipeline change that moves these moves the persistent schedule's occupancy: re-measure.
+static_assert(persistent_warp_groups<64>() == 3 && persistent_warp_groups<128>() == 2 &&
+                  persistent_warp_groups<256>() == 1,
+              "warp groups per persistent CTA");
+
 // Per-sequence split counts (kAuto: the table's count for the batch; else explicit counts): a grid
 // of at most one CTA per SM, each CTA's warp groups walking the work items as virtual CTAs
 // v = blockIdx.x + gridDim.x * group, items v, v + V, ... (V = gridDim.x * groups). The items are
