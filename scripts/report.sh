@@ -54,6 +54,18 @@ for input in "$full" "$validation" "$peers"; do
   [ -f "$input" ] || die 2 "$input: no such file (the committed measurements this report is made from)"
 done
 
+# One GPU throughout, checked before the minutes of fitting: the gpu column of each input's first row.
+gpu_of() { awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "gpu") c = i; next } c { print $c; exit }' "$1"; }
+expected_gpu=$(gpu_of "$full")
+gpus=""
+mismatch=0
+for input in "$full" "$validation" "$peers"; do
+  gpu=$(gpu_of "$input")
+  gpus+="${gpus:+; }$input is ${gpu:-(no gpu column or no rows)}"
+  [ "$gpu" = "$expected_gpu" ] || mismatch=1
+done
+[ "$mismatch" -eq 0 ] || die 2 "inputs of different GPUs: $gpus; every input must come from $expected_gpu"
+
 # A python3 that can draw.
 if [ -z "$python" ]; then
   for candidate in python3 /usr/bin/python3; do
