@@ -20,6 +20,17 @@ splitkv_cli_test(dry_run_quick 0 "planned in .* shapes.*first +contiguous bf16 b
   sweep --grid sweeps/quick.json --dry-run)
 splitkv_cli_test(dry_run_shard 0 "shard +1/3: "
   sweep --grid sweeps/full.json --dry-run --shard 1/3)
+# Every committed grid plans: a grid file broken by an edit fails here, not on the GPU machine. The
+# glob is taken at configure time (a new grid file needs a re-run of cmake to be picked up).
+file(GLOB SPLITKV_COMMITTED_GRIDS RELATIVE ${PROJECT_SOURCE_DIR}
+     ${PROJECT_SOURCE_DIR}/sweeps/*.json ${PROJECT_SOURCE_DIR}/sweeps/experiments/*.json)
+foreach(grid IN LISTS SPLITKV_COMMITTED_GRIDS)
+  get_filename_component(grid_name ${grid} NAME_WE)
+  get_filename_component(grid_folder ${grid} DIRECTORY)
+  get_filename_component(grid_folder ${grid_folder} NAME)
+  splitkv_cli_test(committed_grid_plans.${grid_folder}.${grid_name} 0 "planned in [0-9]+ shapes"
+    sweep --grid ${grid} --dry-run)
+endforeach()
 splitkv_cli_test(bad_grid_names_file_and_field 2
   "bad_head_dim\\.json: blocks\\[0\\]\\.head_dim\\[1\\]: head_dim 96 is not one of 64, 128, 256"
   sweep --grid ${SPLITKV_CLI_FIXTURES}/bad_head_dim.json --dry-run)
