@@ -520,8 +520,9 @@ constexpr int persistent_warp_groups() {
 // Registers per thread of the persistent kernel: at most what leaves room on the SM for one CTA
 // of the combine kernel (128 threads x 128 registers), so that programmatic dependent launch can
 // make the combine resident while the split kernel still runs, as it does beside the fixed-count
-// kernels. At 193 registers x 256 threads it could not: the combine then started only as split
-// CTAs exited (kernels/NOTES.md, v9). 8-register steps, 255 at most.
+// kernels. At 193 registers x 256 threads the register file left no room for it; the cap took the
+// capacity-scenario regret from 1.154 to 1.132 (kernels/NOTES.md, v9b; v9e: the register-valued
+// named barriers may still keep the combine off the SM). 8-register steps, 255 at most.
 constexpr int persistent_register_cap(int warp_groups) {
   constexpr int kRegistersPerSm = 65536;
   constexpr int kCombineRegisters = 128 * 128;
