@@ -114,33 +114,39 @@ struct Case {
   }
 };
 
+// Runs one call on poisoned outputs and checks every output element and LSE against the float64
+// reference (an empty row's LSE must be -inf); returns the output's relative error.
+double expect_matches_reference(const HostProblem& problem, DeviceProblem& device, const DecodeParams& params,
+                                const std::string& what, DecodeKernel kernel = DecodeKernel::packed_gqa) {
+  std::vector<double> ref_out, ref_lse;
+  reference::attention(problem, ref_out, ref_lse);
+
+  device.poison();
+  const Status status = decode_attention(params, kernel, nullptr);
+  EXPECT_EQ(Status::ok, status) << what << ": " << last_error_message();
+  EXPECT_EQ(cudaSuccess, cudaDeviceSynchronize()) << what;
+  const GpuRun run = device.results();
+
+  const testing::ErrorSummary out_error = testing::compare(run.out, ref_out);
+  EXPECT_EQ(0u, out_error.unwritten) << what << ": output elements left unwritten";
+  EXPECT_LE(out_error.relative, 1e-2) << what << " max_abs=" << out_error.max_abs;
+  for (std::size_t i = 0; i < ref_lse.size(); ++i) {
+    if (std::isinf(ref_lse[i])) {
+      EXPECT_TRUE(std::isinf(run.lse[i]) && run.lse[i] < 0) << what << " lse[" << i << "]";
+    } else {
+      EXPECT_NEAR(run.lse[i], ref_lse[i], 1e-3 * (1.0 + std::abs(ref_lse[i]))) << what << " lse[" << i << "]";
+    }
+  }
+  return out_error.relative;
+}
+
 // Checks one case end to end and returns the relative error, so callers can report the worst.
 double check_case(const Case& c, std::uint64_t seed, DecodeKernel kernel = DecodeKernel::packed_gqa) {
   HostProblem problem = reference::random_problem(c.shape, seed);
   DeviceProblem device(problem, c.dtype, c.num_splits);
   EXPECT_TRUE(device.allocated()) << c.describe();
   if (!device.allocated()) return 1.0;
-
-  std::vector<double> ref_out, ref_lse;
-  reference::attention(problem, ref_out, ref_lse);
-
-  device.poison();
-  const Status status = decode_attention(device.params(c.num_splits, true), kernel, nullptr);
-  EXPECT_EQ(Status::ok, status) << c.describe() << ": " << last_error_message();
-  EXPECT_EQ(cudaSuccess, cudaDeviceSynchronize()) << c.describe();
-  const GpuRun run = device.results();
-
-  const testing::ErrorSummary out_error = testing::compare(run.out, ref_out);
-  EXPECT_EQ(0u, out_error.unwritten) << c.describe() << ": output elements left unwritten";
-  EXPECT_LE(out_error.relative, 1e-2) << c.describe() << " max_abs=" << out_error.max_abs;
-  for (std::size_t i = 0; i < ref_lse.size(); ++i) {
-    if (std::isinf(ref_lse[i])) {
-      EXPECT_TRUE(std::isinf(run.lse[i]) && run.lse[i] < 0) << c.describe() << " lse[" << i << "]";
-    } else {
-      EXPECT_NEAR(run.lse[i], ref_lse[i], 1e-3 * (1.0 + std::abs(ref_lse[i]))) << c.describe() << " lse[" << i << "]";
-    }
-  }
-  return out_error.relative;
+  return expect_matches_reference(problem, device, device.params(c.num_splits, true), c.describe(), kernel);
 }
 
 // Draws case i of a randomized sweep: layouts, dtypes, head_dims and group sizes cycle so every
@@ -468,19 +474,7 @@ TEST(DecodeAttentionGpu, AutoSplitsOnUniformAndNearlyUniformBatches) {
           for (auto& entry : row) entry = static_cast<unsigned char>(1 + rng() % 12);
         const DeviceAutoTable device_table(table);
         params.auto_splits = device_table.pointer;
-        std::vector<double> ref_out, ref_lse;
-        reference::attention(problem, ref_out, ref_lse);
-        device.poison();
-        ASSERT_EQ(Status::ok, decode_attention(params, nullptr)) << last_error_message();
-        ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
-        const GpuRun run = device.results();
-        const testing::ErrorSummary error = testing::compare(run.out, ref_out);
-        EXPECT_EQ(0u, error.unwritten);
-        EXPECT_LE(error.relative, 1e-2);
-        for (std::size_t r = 0; r < ref_lse.size(); ++r) {
-          if (std::isinf(ref_lse[r])) EXPECT_TRUE(std::isinf(run.lse[r]) && run.lse[r] < 0) << "lse[" << r << "]";
-          else EXPECT_NEAR(run.lse[r], ref_lse[r], 1e-3 * (1.0 + std::abs(ref_lse[r]))) << "lse[" << r << "]";
-        }
+        expect_matches_reference(problem, device, params, pattern.name);
       }
     }
   }
