@@ -84,31 +84,28 @@ bool auto_schedule_is_persistent() {
   return persistent;
 }
 
+// An integer measurement switch from the environment, `fallback` when unset.
+int environment_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::atoi(value) : fallback;
+}
+
 bool persistent_one_item_ctas() {
-  static const bool one_item = [] {
-    const char* value = std::getenv("SPLITKV_PERSISTENT_WARP_GROUPS");
-    return value != nullptr && std::atoi(value) == 1;
-  }();
+  static const bool one_item = environment_int("SPLITKV_PERSISTENT_WARP_GROUPS", 0) == 1;
   return one_item;
 }
 
 // Measurement switch (kernels/NOTES.md, v9): SPLITKV_PERSISTENT_GRID_LIMIT=N launches at most N
 // persistent CTAs. Read once; 0 = no limit.
 int persistent_grid_limit() {
-  static const int limit = [] {
-    const char* value = std::getenv("SPLITKV_PERSISTENT_GRID_LIMIT");
-    return value != nullptr ? std::max(0, std::atoi(value)) : 0;
-  }();
+  static const int limit = std::max(0, environment_int("SPLITKV_PERSISTENT_GRID_LIMIT", 0));
   return limit;
 }
 
 // Measurement switch (kernels/NOTES.md, v9): SPLITKV_AUTO_GUESS=0 makes the persistent auto kernel
 // reduce the lengths before it starts any item, instead of guessing a uniform batch. Read once.
 bool auto_guesses_uniform_batch() {
-  static const bool guess = [] {
-    const char* value = std::getenv("SPLITKV_AUTO_GUESS");
-    return value == nullptr || std::atoi(value) != 0;
-  }();
+  static const bool guess = environment_int("SPLITKV_AUTO_GUESS", 1) != 0;
   return guess;
 }
 
@@ -214,10 +211,7 @@ cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeK
 // kernel's shared memory past half an SM, so no two of its CTAs, and no CTA of the next call, can
 // share an SM with one of them. Read once.
 bool grid_one_cta_per_sm() {
-  static const bool padded = [] {
-    const char* value = std::getenv("SPLITKV_GRID_ONE_CTA_PER_SM");
-    return value != nullptr && std::atoi(value) == 1;
-  }();
+  static const bool padded = environment_int("SPLITKV_GRID_ONE_CTA_PER_SM", 0) == 1;
   return padded;
 }
 
