@@ -176,16 +176,23 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
 // syncs with __syncthreads, barrier 0.
 template <int kGroups>
 struct WarpGroup {
-  static_assert(kGroups >= 1 && kGroups <= 15, "named barriers 1..15");
+  static_assert(kGroups >= 1 && kGroups <= 3, "named barriers 1..3");
   __device__ __forceinline__ static int index() { return kGroups == 1 ? 0 : threadIdx.x / kThreadsPerCta; }
   __device__ __forceinline__ static unsigned thread() {
     return kGroups == 1 ? threadIdx.x : threadIdx.x % kThreadsPerCta;
   }
   __device__ __forceinline__ static void sync() {
+    // Immediate barrier ids only: with the id in a register, ptxas reserves all 16 named barriers
+    // for the CTA ("used 16 barriers"), and no other CTA (the combine, launched early by
+    // programmatic dependent launch) can share the SM with it (kernels/NOTES.md, v9e).
     if constexpr (kGroups == 1) {
       __syncthreads();
+    } else if (index() == 0) {
+      asm volatile("bar.sync 1, %0;\n" ::"n"(kThreadsPerCta) : "memory");
+    } else if (kGroups == 2 || index() == 1) {
+      asm volatile("bar.sync 2, %0;\n" ::"n"(kThreadsPerCta) : "memory");
     } else {
-      asm volatile("bar.sync %0, %1;\n" ::"r"(1 + index()), "n"(kThreadsPerCta) : "memory");
+      asm volatile("bar.sync 3, %0;\n" ::"n"(kThreadsPerCta) : "memory");
     }
   }
 };
