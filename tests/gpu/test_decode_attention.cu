@@ -447,6 +447,9 @@ TEST(DecodeAttentionGpu, AutoSplitsOnUniformAndNearlyUniformBatches) {
       {"last shorter", 5, [](int b) { return b == 4 ? 100 : 650; }},
       {"first longer", 5, [](int b) { return b == 0 ? 720 : 300; }},
       {"last longer, many sequences", 300, [](int b) { return b == 299 ? 250 : 199; }},
+      // First and last equal: the kernel guesses, and the guess fails on the middle sequence.
+      {"middle shorter", 5, [](int b) { return b == 2 ? 100 : 650; }},
+      {"middle longer, many sequences", 300, [](int b) { return b == 150 ? 700 : 199; }},
   };
   for (const int head_dim : {64, 128, 256}) {
     for (const KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {

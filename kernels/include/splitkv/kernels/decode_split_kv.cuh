@@ -83,6 +83,7 @@ struct BatchAutoDecision {
   uint32_t first_word = 0, second_word = 0;  // this thread's share of the table
   uint32_t guess_row_word = 0;               // lanes < kWordsPerRow: the row of the launch's batch
   int first_length = 0;                      // cache_seqlens[0], clamped
+  int last_length = 0;                       // cache_seqlens[batch - 1], clamped
   int longest = 0, shortest = 0;
   long long total = 0;
 
@@ -99,6 +100,7 @@ struct BatchAutoDecision {
     const int lane = threadIdx.x % 32;
     if (lane < kWordsPerRow) guess_row_word = __ldg(words + auto_batch_class(args.batch) * kWordsPerRow + lane);
     first_length = clamped_length(args, 0);
+    last_length = clamped_length(args, args.batch - 1);
     longest = 0;
     shortest = INT_MAX;
     total = 0;
@@ -176,16 +178,23 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
 // syncs with __syncthreads, barrier 0.
 template <int kGroups>
 struct WarpGroup {
-  static_assert(kGroups >= 1 && kGroups <= 15, "named barriers 1..15");
+  static_assert(kGroups >= 1 && kGroups <= 3, "named barriers 1..3");
   __device__ __forceinline__ static int index() { return kGroups == 1 ? 0 : threadIdx.x / kThreadsPerCta; }
   __device__ __forceinline__ static unsigned thread() {
     return kGroups == 1 ? threadIdx.x : threadIdx.x % kThreadsPerCta;
   }
   __device__ __forceinline__ static void sync() {
+    // Immediate barrier ids only: with the id in a register, ptxas reserves all 16 named barriers
+    // for the CTA ("used 16 barriers"), and no other CTA (the combine, launched early by
+    // programmatic dependent launch) can share the SM with it (kernels/NOTES.md, v9e).
     if constexpr (kGroups == 1) {
       __syncthreads();
+    } else if (index() == 0) {
+      asm volatile("bar.sync 1, %0;\n" ::"n"(kThreadsPerCta) : "memory");
+    } else if (kGroups == 2 || index() == 1) {
+      asm volatile("bar.sync 2, %0;\n" ::"n"(kThreadsPerCta) : "memory");
     } else {
-      asm volatile("bar.sync %0, %1;\n" ::"r"(1 + index()), "n"(kThreadsPerCta) : "memory");
+      asm volatile("bar.sync 3, %0;\n" ::"n"(kThreadsPerCta) : "memory");
     }
   }
 };
@@ -580,7 +589,9 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     BatchAutoDecision<kThreads> decision;
     decision.issue_loads(args, auto_table.table);
     if constexpr (!kPaged && kHeadDim <= 128) {
-      if (auto_table.guess_uniform == 0) {
+      // A batch whose first and last lengths differ is not uniform: guessing would only drain the
+      // first item's loads and redo it (2.5% on ragged batches, kernels/NOTES.md v9d).
+      if (auto_table.guess_uniform == 0 || decision.first_length != decision.last_length) {
         decision.finish(args);
       } else {
         const int guess = decision.uniform_guess(args);
