@@ -178,23 +178,18 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
 // syncs with __syncthreads, barrier 0.
 template <int kGroups>
 struct WarpGroup {
-  static_assert(kGroups >= 1 && kGroups <= 3, "named barriers 1..3");
+  static_assert(kGroups >= 1 && kGroups <= 15, "named barriers 1..15");
   __device__ __forceinline__ static int index() { return kGroups == 1 ? 0 : threadIdx.x / kThreadsPerCta; }
   __device__ __forceinline__ static unsigned thread() {
     return kGroups == 1 ? threadIdx.x : threadIdx.x % kThreadsPerCta;
   }
   __device__ __forceinline__ static void sync() {
-    // Immediate barrier ids only: with the id in a register, ptxas reserves all 16 named barriers
-    // for the CTA ("used 16 barriers"), and no other CTA (the combine, launched early by
-    // programmatic dependent launch) can share the SM with it (kernels/NOTES.md, v9e).
     if constexpr (kGroups == 1) {
       __syncthreads();
-    } else if (index() == 0) {
-      asm volatile("bar.sync 1, %0;\n" ::"n"(kThreadsPerCta) : "memory");
-    } else if (kGroups == 2 || index() == 1) {
-      asm volatile("bar.sync 2, %0;\n" ::"n"(kThreadsPerCta) : "memory");
     } else {
-      asm volatile("bar.sync 3, %0;\n" ::"n"(kThreadsPerCta) : "memory");
+      // ptxas then reserves all 16 named barriers for the CTA; immediate ids (3 barriers) measured
+      // no faster on the capacity scenario, 1.083 against 1.078 (kernels/NOTES.md, v9e).
+      asm volatile("bar.sync %0, %1;\n" ::"r"(1 + index()), "n"(kThreadsPerCta) : "memory");
     }
   }
 };
@@ -530,8 +525,7 @@ constexpr int persistent_warp_groups() {
 // of the combine kernel (128 threads x 128 registers), so that programmatic dependent launch can
 // make the combine resident while the split kernel still runs, as it does beside the fixed-count
 // kernels. At 193 registers x 256 threads the register file left no room for it; the cap took the
-// capacity-scenario regret from 1.154 to 1.132 (kernels/NOTES.md, v9b; v9e: the register-valued
-// named barriers may still keep the combine off the SM). 8-register steps, 255 at most.
+// capacity-scenario regret from 1.154 to 1.132 (kernels/NOTES.md, v9b). 8-register steps, 255 at most.
 constexpr int persistent_register_cap(int warp_groups) {
   constexpr int kRegistersPerSm = 65536;
   constexpr int kCombineRegisters = 128 * 128;
