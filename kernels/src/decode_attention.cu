@@ -415,3 +415,10 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
 const char* last_error_message() { return last_message.c_str(); }
 
 }  // namespace splitkv
+
+#if defined(SPLITKV_TIMELINE)
+// Measurement build only (kernels/NOTES.md, v9g): the slot array lives in this translation unit.
+cudaError_t splitkv::kernels::timeline_slots_address(unsigned long long** device_address) {
+  return cudaGetSymbolAddress(reinterpret_cast<void**>(device_address), timeline_slots);
+}
+#endif

@@ -21,6 +21,7 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   static_assert(kColumnsPerLane % 2 == 0, "lanes read float2 or wider");
   // 64 registers of partials in flight per lane at every head size: 16 splits at d = 128.
   constexpr int kSplitsPerPass = 64 / kColumnsPerLane;
+  timeline_mark_range(TimelineSlot::combine_entry_first, TimelineSlot::combine_entry_last);
   allow_dependent_grids_to_launch();
 
   const int lane = threadIdx.x % 32;
@@ -28,13 +29,22 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   // The lengths are inputs of the split kernel, not its outputs, so they (and the auto count
   // derived from them) can be read while it still runs: off the critical path.
   const int batch_auto_splits = batch_auto_split_count<kCombineRowsPerCta * 32>(args, auto_table);  // block-wide, before any exit
+  timeline_mark_max(TimelineSlot::combine_decision_last);
+  // Warps leave independently, so the exit mark is each warp's lane 0, on every path.
   const int64_t head_row = static_cast<int64_t>(blockIdx.x) * kCombineRowsPerCta + warp;
-  if (head_row >= total_rows) return;
+  if (head_row >= total_rows) {
+    timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
+    return;
+  }
   const int batch_index = static_cast<int>(head_row / args.num_heads);
   const int seqlen = clamped_length(args, batch_index);
   const int live = active_splits(seqlen, splits_of_sequence(args, batch_index, batch_auto_splits));
-  if (live <= 1) return;  // the split kernel wrote this row's final output itself
+  if (live <= 1) {  // the split kernel wrote this row's final output itself
+    timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
+    return;
+  }
   wait_for_prerequisite_grids();  // the split kernel's partials are complete and visible after this
+  timeline_mark_range(TimelineSlot::combine_after_wait_first, TimelineSlot::combine_after_wait_last);
 
   // All loads of a pass are issued before any of them is used: the LSEs (the same word in every
   // lane) and the partial rows of up to kSplitsPerPass splits, so a call with that many live
@@ -96,6 +106,7 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
     *reinterpret_cast<uint32_t*>(destination + i * 64 + lane * 2) = packed;
   }
   if (lane == 0 && args.lse != nullptr) args.lse[head_row] = lse_max + __logf(weight_sum);
+  timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
 }
 
 }  // namespace splitkv::kernels

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "splitkv/kernels/mma_sm80.cuh"
+#include "splitkv/kernels/timeline.cuh"
 #include "splitkv/split_partition.hpp"
 
 namespace splitkv::kernels {
@@ -484,6 +485,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
       args.partial_lse[head_row * split_stride + split] = lse;
     }
   }
+  timeline_mark_min(TimelineSlot::split_item_end_first, group.thread() == 0);
   return true;
 }
 
@@ -500,15 +502,19 @@ struct NothingToCheck {
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 __global__ void __launch_bounds__(kThreadsPerCta)
     decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
+  timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
+  timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   const int batch_auto_splits = batch_auto_split_count<kThreadsPerCta>(args, auto_table);
+  if constexpr (kAuto) timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
   const int batch_index = blockIdx.x / args.num_kv_heads;
   decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, WarpGroup<1>{},
                                                batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
                                                splits_of_sequence(args, batch_index, batch_auto_splits),
                                                clamped_length(args, batch_index), NothingToCheck{});
+  timeline_mark_max(TimelineSlot::split_exit_last);
 }
 
 // Warp groups per CTA of the persistent schedule: as many as the one-item CTAs that fit on an SM
@@ -561,7 +567,9 @@ template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGrou
 __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   constexpr int kThreads = kThreadsPerCta * kWarpGroups;
+  timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
   wait_for_prerequisite_grids();
+  timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
   allow_dependent_grids_to_launch();
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   using Group = WarpGroup<kWarpGroups>;
@@ -587,11 +595,13 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       // first item's loads and redo it (2.5% on ragged batches, kernels/NOTES.md v9d).
       if (auto_table.guess_uniform == 0 || decision.first_length != decision.last_length) {
         decision.finish(args);
+        timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
       } else {
         const int guess = decision.uniform_guess(args);
         const int length = decision.first_length;
         auto guess_held = [&] {
           decision.finish(args);
+          timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
           return decision.uniform && decision.longest == length && decision.splits == guess;
         };
         const int per_sequence = work_items_of_sequence(length, guess, args.num_kv_heads);
@@ -608,6 +618,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       }
     } else {
       decision.finish(args);
+      timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
     }
     batch_auto_splits = decision.splits;
     uniform = decision.uniform;
@@ -623,6 +634,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
                                                    row % args.num_kv_heads, item / rows, batch_auto_splits,
                                                    uniform_length, NothingToCheck{});
     }
+    timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);  // each group ends on its own
     return;
   }
 
@@ -668,6 +680,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
                                                  local / args.num_kv_heads, splits_of_sequence(args, low, batch_auto_splits),
                                                  clamped_length(args, low), NothingToCheck{});
   }
+  timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);
 }
 
 }  // namespace splitkv::kernels
