@@ -421,4 +421,10 @@ const char* last_error_message() { return last_message.c_str(); }
 cudaError_t splitkv::kernels::timeline_slots_address(unsigned long long** device_address) {
   return cudaGetSymbolAddress(reinterpret_cast<void**>(device_address), timeline_slots);
 }
+cudaError_t splitkv::kernels::timeline_trace_address(unsigned long long** split_records,
+                                                     unsigned long long** combine_records) {
+  const cudaError_t error = cudaGetSymbolAddress(reinterpret_cast<void**>(split_records), timeline_split_trace);
+  if (error != cudaSuccess) return error;
+  return cudaGetSymbolAddress(reinterpret_cast<void**>(combine_records), timeline_combine_trace);
+}
 #endif

@@ -5,6 +5,7 @@
 // finish their first work item and exit (kernels/include/splitkv/kernels/timeline_slots.hpp).
 //
 //   auto_timeline_probe [--out timeline.csv] [--calls N] [--warmup N] [--chain 1,4] [--hold-us US]
+//                       [--trace-csv trace.csv] [--trace-samples N]
 //
 // Each timed sample: reset the slots; launch a gate kernel that spins until the host has enqueued
 // the whole call and then records its own end (the time origin); the decode call(s); a plain
@@ -19,6 +20,12 @@
 // Output: CSV, one row per shape x mode x chain x slot (median/p10/p90 ns after the origin, and
 // mode auto_minus_fixed for the difference of medians); a printed table; the deltas auto - fixed
 // of the moments that make up the call; and the step of %globaltimer seen on this device.
+//
+// `--trace-csv FILE` adds the per-CTA trace (timeline_slots.hpp, TraceSplitField / TraceCombineField):
+// per shape, after the warm-up, N single-call samples (chain 1) per mode, alternating fixed and auto;
+// every written record becomes a CSV row (ns after the sample's origin), and a summary per shape and
+// mode is printed (decision - after wait, first tile - after_issue, item end - start, item-carrying
+// groups per SM, combine exit - after wait and how many combine CTAs share an SM with such a group).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -34,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -53,6 +61,20 @@ using splitkv::kernels::timeline_slot_keeps_min;
 using splitkv::kernels::timeline_slot_name;
 using splitkv::kernels::TimelineSlot;
 using SlotTimes = std::array<unsigned long long, kTimelineSlotCount>;
+using splitkv::kernels::kTraceCombineFields;
+using splitkv::kernels::kTraceCombineRecords;
+using splitkv::kernels::kTraceCombineWarps;
+using splitkv::kernels::kTraceMaxCtas;
+using splitkv::kernels::kTraceMaxGroups;
+using splitkv::kernels::kTraceMaxItems;
+using splitkv::kernels::kTraceSplitFields;
+using splitkv::kernels::kTraceSplitRecords;
+using splitkv::kernels::trace_combine_field;
+using splitkv::kernels::trace_item_field;
+using splitkv::kernels::trace_split_field;
+using splitkv::kernels::TraceCombineField;
+using splitkv::kernels::TraceItemField;
+using splitkv::kernels::TraceSplitField;
 
 // The capacity scenario of issue #7 at its smallest head count.
 constexpr int kNumHeads = 32;
@@ -291,6 +313,8 @@ struct Options {
   int warmup = 20;
   std::vector<int> chains = {1, 4};
   int hold_us = 50;
+  std::string trace_csv;  // empty: no per-CTA trace
+  int trace_samples = 5;
 };
 
 void print_usage(std::FILE* stream) {
@@ -303,7 +327,10 @@ void print_usage(std::FILE* stream) {
                "  --calls N      timed samples per shape, mode and chain (default 200)\n"
                "  --warmup N     untimed samples first (default 20)\n"
                "  --chain LIST   decode calls issued back to back per sample (default 1,4; 1 = the timeline)\n"
-               "  --hold-us US   host wait after enqueueing a sample before releasing the gate (default 50)\n",
+               "  --hold-us US   host wait after enqueueing a sample before releasing the gate (default 50)\n"
+               "  --trace-csv F  also take per-CTA trace samples (chain 1, after the warm-up) and write every\n"
+               "                 record to F (ns after the origin), with a summary per shape and mode\n"
+               "  --trace-samples N  traced samples per shape and mode (default 5)\n",
                kCacheCapacity);
 }
 
@@ -323,7 +350,8 @@ Options parse_options(int argc, char** argv) {
       print_usage(stdout);
       std::exit(0);
     }
-    if (flag != "--out" && flag != "--calls" && flag != "--warmup" && flag != "--hold-us" && flag != "--chain")
+    if (flag != "--out" && flag != "--calls" && flag != "--warmup" && flag != "--hold-us" && flag != "--chain" &&
+        flag != "--trace-csv" && flag != "--trace-samples")
       throw std::invalid_argument("unknown argument '" + flag + "' (try --help)");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value (try --help)");
     const std::string value = argv[++i];
@@ -335,6 +363,10 @@ Options parse_options(int argc, char** argv) {
       options.warmup = parse_positive(flag, value);
     } else if (flag == "--hold-us") {
       options.hold_us = parse_positive(flag, value);
+    } else if (flag == "--trace-csv") {
+      options.trace_csv = value;
+    } else if (flag == "--trace-samples") {
+      options.trace_samples = parse_positive(flag, value);
     } else {  // --chain
       options.chains.clear();
       std::stringstream list(value);
@@ -429,6 +461,163 @@ double relative_difference(const std::vector<std::uint16_t>& a, const std::vecto
   return std::sqrt(difference / reference);
 }
 
+// The per-CTA trace of one sample: the kernels' records, copied back.
+struct TraceSample {
+  std::vector<unsigned long long> split;    // [kTraceSplitRecords * kTraceSplitFields]
+  std::vector<unsigned long long> combine;  // [kTraceCombineRecords * kTraceCombineFields]
+  unsigned long long origin = 0;
+};
+
+class TraceBuffers {
+ public:
+  explicit TraceBuffers(cudaStream_t stream) : stream_(stream) {
+    CHECK_CUDA(splitkv::kernels::timeline_trace_address(&split_, &combine_));
+  }
+  void reset() {  // enqueue before the sample
+    CHECK_CUDA(cudaMemsetAsync(split_, 0, kSplitBytes, stream_));
+    CHECK_CUDA(cudaMemsetAsync(combine_, 0, kCombineBytes, stream_));
+  }
+  void read(TraceSample* sample) {  // after the sample's synchronize
+    sample->split.resize(kSplitBytes / sizeof(unsigned long long));
+    sample->combine.resize(kCombineBytes / sizeof(unsigned long long));
+    CHECK_CUDA(cudaMemcpy(sample->split.data(), split_, kSplitBytes, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(sample->combine.data(), combine_, kCombineBytes, cudaMemcpyDeviceToHost));
+  }
+
+ private:
+  static constexpr std::size_t kSplitBytes = sizeof(unsigned long long) * kTraceSplitRecords * kTraceSplitFields;
+  static constexpr std::size_t kCombineBytes =
+      sizeof(unsigned long long) * kTraceCombineRecords * kTraceCombineFields;
+  cudaStream_t stream_;
+  unsigned long long* split_ = nullptr;
+  unsigned long long* combine_ = nullptr;
+};
+
+// Per shape and mode: what the printed trace summary is made of, over all traced samples.
+struct TraceStats {
+  int samples = 0;
+  int split_records = 0, item_records = 0, truncated_items = 0;
+  std::vector<double> decision_after_wait, first_tile_after_issue, item_duration;
+  std::vector<std::string> sm_histograms;  // per sample: "1x60 2x4" = 60 SMs hold 1 item-carrying group, 4 hold 2
+  int combine_records = 0, combine_beside_item = 0;
+  std::vector<double> combine_exit_after_wait;
+};
+
+// Writes one sample's records to `csv` and adds them to `stats`.
+void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int splits_used, int sample_index,
+                        const TraceSample& sample, TraceStats* stats) {
+  auto relative = [&](unsigned long long value) {
+    return value == 0 ? std::string() : std::to_string(static_cast<long long>(value - sample.origin));
+  };
+  auto span = [](unsigned long long from, unsigned long long to) {
+    return from == 0 || to == 0 ? NAN : static_cast<double>(static_cast<long long>(to - from));
+  };
+  const char* prefix_format = "%d,%d,%s,%d,%d,%s,%d,%d,%llu";
+  std::map<unsigned long long, int> item_groups_per_sm;
+  ++stats->samples;
+  for (int record_index = 0; record_index < kTraceSplitRecords; ++record_index) {
+    const unsigned long long* record = sample.split.data() + static_cast<std::size_t>(record_index) * kTraceSplitFields;
+    auto field = [&](TraceSplitField f) { return record[trace_split_field(f)]; };
+    if (field(TraceSplitField::entry) == 0) continue;
+    ++stats->split_records;
+    std::fprintf(csv, prefix_format, shape.batch, shape.context_len, mode_name(mode), splits_used, sample_index, "split",
+                 record_index / kTraceMaxGroups, record_index % kTraceMaxGroups, field(TraceSplitField::sm));
+    std::fprintf(csv, ",%s,%s,%s,%s", relative(field(TraceSplitField::entry)).c_str(),
+                 relative(field(TraceSplitField::after_wait)).c_str(), relative(field(TraceSplitField::decision)).c_str(),
+                 relative(field(TraceSplitField::exit)).c_str());
+    bool carries_item = false;
+    int items = 0;
+    for (int k = 0; k < kTraceMaxItems; ++k) {
+      auto item = [&](TraceItemField f) { return record[trace_item_field(k, f)]; };
+      if (item(TraceItemField::start) == 0) {
+        std::fprintf(csv, ",,,,,");
+        continue;
+      }
+      ++items;
+      std::fprintf(csv, ",%llu,%s,%s,%s,%s", item(TraceItemField::index), relative(item(TraceItemField::start)).c_str(),
+                   relative(item(TraceItemField::after_issue)).c_str(), relative(item(TraceItemField::first_tile)).c_str(),
+                   relative(item(TraceItemField::end)).c_str());
+      if (item(TraceItemField::end) != 0) {
+        carries_item = true;
+        stats->item_duration.push_back(span(item(TraceItemField::start), item(TraceItemField::end)));
+      }
+      const double load_wait = span(item(TraceItemField::after_issue), item(TraceItemField::first_tile));
+      if (!std::isnan(load_wait)) stats->first_tile_after_issue.push_back(load_wait);
+    }
+    if (items == kTraceMaxItems) ++stats->truncated_items;  // the group may have run more than were recorded
+    for (int w = 0; w < kTraceCombineWarps; ++w) std::fprintf(csv, ",,");
+    std::fprintf(csv, "\n");
+    if (carries_item) {
+      ++stats->item_records;
+      ++item_groups_per_sm[field(TraceSplitField::sm)];
+      const double decided = span(field(TraceSplitField::after_wait), field(TraceSplitField::decision));
+      if (!std::isnan(decided)) stats->decision_after_wait.push_back(decided);
+    }
+  }
+  std::map<int, int> histogram;  // item-carrying groups on an SM -> SMs
+  for (const auto& [sm, count] : item_groups_per_sm) ++histogram[count];
+  std::string text;
+  for (const auto& [count, sms] : histogram) text += (text.empty() ? "" : " ") + std::to_string(count) + "x" + std::to_string(sms);
+  stats->sm_histograms.push_back(text.empty() ? "-" : text);
+
+  for (int cta = 0; cta < kTraceCombineRecords; ++cta) {
+    const unsigned long long* record = sample.combine.data() + static_cast<std::size_t>(cta) * kTraceCombineFields;
+    auto field = [&](TraceCombineField f, int warp = 0) { return record[trace_combine_field(f, warp)]; };
+    if (field(TraceCombineField::entry) == 0) continue;
+    ++stats->combine_records;
+    unsigned long long first_wait = 0, last_exit = 0;
+    for (int w = 0; w < kTraceCombineWarps; ++w) {
+      const unsigned long long waited = field(TraceCombineField::after_wait_warp0, w);
+      if (waited != 0 && (first_wait == 0 || waited < first_wait)) first_wait = waited;
+      last_exit = std::max(last_exit, field(TraceCombineField::exit_warp0, w));
+    }
+    const unsigned long long sm = field(TraceCombineField::sm);
+    std::fprintf(csv, prefix_format, shape.batch, shape.context_len, mode_name(mode), splits_used, sample_index, "combine",
+                 cta, 0, sm);
+    std::fprintf(csv, ",%s,%s,%s,%s", relative(field(TraceCombineField::entry)).c_str(), relative(first_wait).c_str(),
+                 relative(field(TraceCombineField::decision)).c_str(), relative(last_exit).c_str());
+    for (int k = 0; k < kTraceMaxItems; ++k) std::fprintf(csv, ",,,,,");
+    for (int w = 0; w < kTraceCombineWarps; ++w)
+      std::fprintf(csv, ",%s,%s", relative(field(TraceCombineField::after_wait_warp0, w)).c_str(),
+                   relative(field(TraceCombineField::exit_warp0, w)).c_str());
+    std::fprintf(csv, "\n");
+    const double busy = span(first_wait, last_exit);
+    if (!std::isnan(busy)) stats->combine_exit_after_wait.push_back(busy);
+    if (item_groups_per_sm.count(sm) != 0) ++stats->combine_beside_item;
+  }
+}
+
+void write_trace_header(std::FILE* csv) {
+  std::fprintf(csv, "batch,context_len,mode,splits_used,sample,kernel,cta,group,sm,entry_ns,after_wait_ns,decision_ns,exit_ns");
+  for (int k = 0; k < kTraceMaxItems; ++k)
+    std::fprintf(csv, ",item%d_index,item%d_start_ns,item%d_after_issue_ns,item%d_first_tile_ns,item%d_end_ns", k, k, k, k,
+                 k);
+  for (int w = 0; w < kTraceCombineWarps; ++w) std::fprintf(csv, ",warp%d_after_wait_ns,warp%d_exit_ns", w, w);
+  std::fprintf(csv, "\n");
+}
+
+void print_trace_summary(const ShapeCase& shape, Mode mode, const TraceStats& stats) {
+  auto median_max = [](const std::vector<double>& values) {
+    if (values.empty()) return std::string("-");
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.0f/%.0f", percentile(values, 0.5),
+                  *std::max_element(values.begin(), values.end()));
+    return std::string(text);
+  };
+  std::printf("trace B%d L%d %-5s (%d samples, ns median/max): split groups %d, with items %d; decision-wait %s; "
+              "first_tile-after_issue %s; item end-start %s\n",
+              shape.batch, shape.context_len, mode_name(mode), stats.samples, stats.split_records, stats.item_records,
+              median_max(stats.decision_after_wait).c_str(), median_max(stats.first_tile_after_issue).c_str(),
+              median_max(stats.item_duration).c_str());
+  std::printf("  item-carrying groups per SM (count x SMs), per sample:");
+  for (const std::string& histogram : stats.sm_histograms) std::printf(" [%s]", histogram.c_str());
+  std::printf("\n  combine CTAs %d: exit-after_wait %s; on an SM with an item-carrying split group: %d\n",
+              stats.combine_records, median_max(stats.combine_exit_after_wait).c_str(), stats.combine_beside_item);
+  if (stats.truncated_items > 0)
+    std::printf("  note: %d groups recorded %d items, the most a record holds (later items are not in the trace)\n",
+                stats.truncated_items, kTraceMaxItems);
+}
+
 struct Key {
   Mode mode;
   int chain;
@@ -466,6 +655,15 @@ int run(const Options& options) {
                     "splits_used,slot,kind,samples,samples_written,median_ns,p10_ns,p90_ns,globaltimer_step_ns\n");
 
   TimelineSampler sampler(stream, options.hold_us);
+  std::FILE* trace_csv = nullptr;
+  std::unique_ptr<TraceBuffers> trace_buffers;
+  if (!options.trace_csv.empty()) {
+    trace_csv = std::fopen(options.trace_csv.c_str(), "w");
+    if (trace_csv == nullptr)
+      throw std::runtime_error("cannot write " + options.trace_csv + ": " + std::strerror(errno));
+    write_trace_header(trace_csv);
+    trace_buffers = std::make_unique<TraceBuffers>(stream);
+  }
   const std::vector<ReportRow> rows = report_rows();
   // Moments whose auto - fixed difference the summary lists (the call's critical path), with the
   // column heading and what the moment is.
@@ -572,6 +770,29 @@ int run(const Options& options) {
       for (Mode mode : modes) warmup_timeouts += sampler.sample(enqueue(mode, 1), &scratch) ? 0 : 1;
     if (warmup_timeouts > 0) std::printf("note: %d warm-up samples timed out at the gate\n", warmup_timeouts);
 
+    // Per-CTA trace samples (chain 1), modes alternating, before the timed samples.
+    if (trace_csv != nullptr) {
+      TraceStats stats[2];
+      int trace_timeouts = 0;
+      TraceSample trace;
+      for (int i = 0; i < options.trace_samples; ++i)
+        for (int m = 0; m < 2; ++m) {
+          SlotTimes times{};
+          trace_buffers->reset();
+          if (!sampler.sample(enqueue(modes[m], 1), &times)) {
+            ++trace_timeouts;
+            continue;
+          }
+          trace_buffers->read(&trace);
+          trace.origin = times[timeline_index(TimelineSlot::probe_origin)];
+          write_trace_sample(trace_csv, shape, modes[m], modes[m] == Mode::fixed ? plan.fixed_splits : plan.auto_splits, i,
+                             trace, &stats[m]);
+        }
+      std::fflush(trace_csv);
+      if (trace_timeouts > 0) std::printf("warning: %d trace samples dropped (gate timed out)\n", trace_timeouts);
+      for (int m = 0; m < 2; ++m) print_trace_summary(shape, modes[m], stats[m]);
+    }
+
     // Interleaved: every call index runs each chain and mode once, so drift over the run (clocks,
     // temperature) lands on all of them alike.
     std::map<Key, std::vector<SlotTimes>> samples;
@@ -634,6 +855,7 @@ int run(const Options& options) {
     std::fflush(stdout);
   }
   std::fclose(csv);
+  if (trace_csv != nullptr) std::fclose(trace_csv);
 
   std::printf("\nauto - fixed, ns (difference of medians; '-' where a mode has no such moment, e.g. no combine at "
               "1 split):\n");
@@ -644,6 +866,7 @@ int run(const Options& options) {
   std::printf("\n");
   for (const std::string& line : summary_lines) std::printf("%s\n", line.c_str());
   std::printf("wrote %s\n", options.out_path.c_str());
+  if (!options.trace_csv.empty()) std::printf("wrote %s\n", options.trace_csv.c_str());
   CHECK_CUDA(cudaStreamDestroy(stream));
   return 0;
 }

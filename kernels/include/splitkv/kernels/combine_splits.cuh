@@ -12,6 +12,7 @@
 namespace splitkv::kernels {
 
 inline constexpr int kCombineRowsPerCta = 4;
+static_assert(kCombineRowsPerCta == kTraceCombineWarps, "one per-warp field of the combine trace per row");
 
 template <typename Element, int kHeadDim, bool kAuto>
 __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
@@ -22,6 +23,7 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   // 64 registers of partials in flight per lane at every head size: 16 splits at d = 128.
   constexpr int kSplitsPerPass = 64 / kColumnsPerLane;
   timeline_mark_range(TimelineSlot::combine_entry_first, TimelineSlot::combine_entry_last);
+  timeline_combine_mark_entry();
   allow_dependent_grids_to_launch();
 
   const int lane = threadIdx.x % 32;
@@ -30,10 +32,12 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   // derived from them) can be read while it still runs: off the critical path.
   const int batch_auto_splits = batch_auto_split_count<kCombineRowsPerCta * 32>(args, auto_table);  // block-wide, before any exit
   timeline_mark_max(TimelineSlot::combine_decision_last);
+  timeline_combine_mark(TraceCombineField::decision, 0, threadIdx.x == 0);
   // Warps leave independently, so the exit mark is each warp's lane 0, on every path.
   const int64_t head_row = static_cast<int64_t>(blockIdx.x) * kCombineRowsPerCta + warp;
   if (head_row >= total_rows) {
     timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
+    timeline_combine_mark(TraceCombineField::exit_warp0, warp, lane == 0);
     return;
   }
   const int batch_index = static_cast<int>(head_row / args.num_heads);
@@ -41,10 +45,12 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   const int live = active_splits(seqlen, splits_of_sequence(args, batch_index, batch_auto_splits));
   if (live <= 1) {  // the split kernel wrote this row's final output itself
     timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
+    timeline_combine_mark(TraceCombineField::exit_warp0, warp, lane == 0);
     return;
   }
   wait_for_prerequisite_grids();  // the split kernel's partials are complete and visible after this
   timeline_mark_range(TimelineSlot::combine_after_wait_first, TimelineSlot::combine_after_wait_last);
+  timeline_combine_mark(TraceCombineField::after_wait_warp0, warp, lane == 0);
 
   // All loads of a pass are issued before any of them is used: the LSEs (the same word in every
   // lane) and the partial rows of up to kSplitsPerPass splits, so a call with that many live
@@ -107,6 +113,7 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   }
   if (lane == 0 && args.lse != nullptr) args.lse[head_row] = lse_max + __logf(weight_sum);
   timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
+  timeline_combine_mark(TraceCombineField::exit_warp0, warp, lane == 0);
 }
 
 }  // namespace splitkv::kernels

@@ -247,10 +247,12 @@ __device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args
 // `after_issue()` runs once in every thread as soon as the first tiles' loads are in flight (at
 // once for an empty split). When it returns false the item was a guess that proved wrong: the
 // loads are drained, nothing is written, and the call returns false.
+// `trace`: the item's per-CTA trace fields (timeline.cuh; empty without SPLITKV_TIMELINE).
 template <typename Element, int kHeadDim, bool kPaged, typename Group, typename AfterIssue>
 __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                  Group group, int batch_index, int kv_head, int split,
-                                                 int splits, int seqlen, AfterIssue&& after_issue) {
+                                                 int splits, int seqlen, AfterIssue&& after_issue,
+                                                 const TimelineItemTrace trace = {}) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
   constexpr int kStages = decode_stages<kHeadDim>();
@@ -261,7 +263,11 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   const bool writes_final_output = live_splits <= 1;
   // Empty splits leave nothing behind; the combine derives the same live count from seqlen.
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
-  if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return after_issue();
+  if (range.begin >= range.end && !(split == 0 && seqlen == 0)) {
+    const bool held = after_issue();
+    trace.mark(TraceItemField::after_issue, group.thread() == 0);
+    return held;
+  }
 
   Element* shared_k = reinterpret_cast<Element*>(shared_bytes);
   Element* shared_v = shared_k + kStages * Geometry::kTileElements;
@@ -307,7 +313,9 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
     if (stage < num_tiles) load_tile(stage, stage);
     copy_async_commit();  // the Q copies ride in the first group
   }
-  if (!after_issue()) {
+  const bool held = after_issue();
+  trace.mark(TraceItemField::after_issue, group.thread() == 0);
+  if (!held) {
     copy_async_wait<0>();
     return false;
   }
@@ -331,6 +339,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     copy_async_wait<kStages - 2>();
+    if (tile == 0) trace.mark(TraceItemField::first_tile, group.thread() == 0);
     group.sync();  // tile is visible, and every warp is done with the stage refilled below
     if (tile + kStages - 1 < num_tiles) load_tile(tile + kStages - 1, (tile + kStages - 1) % kStages);
     copy_async_commit();
@@ -486,6 +495,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
     }
   }
   timeline_mark_min(TimelineSlot::split_item_end_first, group.thread() == 0);
+  trace.mark(TraceItemField::end, group.thread() == 0);
   return true;
 }
 
@@ -503,18 +513,26 @@ template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 __global__ void __launch_bounds__(kThreadsPerCta)
     decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
+  TimelineGroupTrace trace(blockIdx.x + gridDim.x * blockIdx.y, 0);  // item = split x rows + row
+  trace.mark_entry(threadIdx.x == 0);
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
+  trace.mark(TraceSplitField::after_wait, threadIdx.x == 0);
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   const int batch_auto_splits = batch_auto_split_count<kThreadsPerCta>(args, auto_table);
-  if constexpr (kAuto) timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
+  if constexpr (kAuto) {
+    timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
+    trace.mark(TraceSplitField::decision, threadIdx.x == 0);
+  }
   const int batch_index = blockIdx.x / args.num_kv_heads;
   decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, WarpGroup<1>{},
                                                batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
                                                splits_of_sequence(args, batch_index, batch_auto_splits),
-                                               clamped_length(args, batch_index), NothingToCheck{});
+                                               clamped_length(args, batch_index), NothingToCheck{},
+                                               trace.begin_item(blockIdx.x + gridDim.x * blockIdx.y, threadIdx.x == 0));
   timeline_mark_max(TimelineSlot::split_exit_last);
+  trace.mark(TraceSplitField::exit, threadIdx.x == 0);
 }
 
 // Warp groups per CTA of the persistent schedule: as many as the one-item CTAs that fit on an SM
@@ -568,11 +586,14 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   constexpr int kThreads = kThreadsPerCta * kWarpGroups;
   timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
+  using Group = WarpGroup<kWarpGroups>;
+  TimelineGroupTrace trace(blockIdx.x, Group::index());
+  trace.mark_entry(Group::thread() == 0);
   wait_for_prerequisite_grids();
   timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
+  trace.mark(TraceSplitField::after_wait, Group::thread() == 0);
   allow_dependent_grids_to_launch();
   extern __shared__ __align__(128) unsigned char shared_bytes[];
-  using Group = WarpGroup<kWarpGroups>;
   const Group group{};
   const int group_index = Group::index();
   unsigned char* group_shared = shared_bytes + group_index * decode_shared_bytes<kHeadDim>();
@@ -596,12 +617,14 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       if (auto_table.guess_uniform == 0 || decision.first_length != decision.last_length) {
         decision.finish(args);
         timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
+        trace.mark(TraceSplitField::decision, group.thread() == 0);
       } else {
         const int guess = decision.uniform_guess(args);
         const int length = decision.first_length;
         auto guess_held = [&] {
           decision.finish(args);
           timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
+          trace.mark(TraceSplitField::decision, group.thread() == 0);
           return decision.uniform && decision.longest == length && decision.splits == guess;
         };
         const int per_sequence = work_items_of_sequence(length, guess, args.num_kv_heads);
@@ -610,7 +633,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
           const int row = virtual_cta % rows;
           held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
                                                               row % args.num_kv_heads, virtual_cta / rows, guess, length,
-                                                              guess_held);
+                                                              guess_held, trace.begin_item(virtual_cta, group.thread() == 0));
         } else {
           held = guess_held();
         }
@@ -619,6 +642,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     } else {
       decision.finish(args);
       timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
+      trace.mark(TraceSplitField::decision, group.thread() == 0);
     }
     batch_auto_splits = decision.splits;
     uniform = decision.uniform;
@@ -632,9 +656,11 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       group.sync();  // the previous item's epilogue is done with the group's pipeline buffers
       decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
                                                    row % args.num_kv_heads, item / rows, batch_auto_splits,
-                                                   uniform_length, NothingToCheck{});
+                                                   uniform_length, NothingToCheck{},
+                                                   trace.begin_item(item, group.thread() == 0));
     }
     timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);  // each group ends on its own
+    trace.mark(TraceSplitField::exit, group.thread() == 0);
     return;
   }
 
@@ -678,9 +704,11 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     group.sync();
     decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, low, local % args.num_kv_heads,
                                                  local / args.num_kv_heads, splits_of_sequence(args, low, batch_auto_splits),
-                                                 clamped_length(args, low), NothingToCheck{});
+                                                 clamped_length(args, low), NothingToCheck{},
+                                                 trace.begin_item(item, group.thread() == 0));
   }
   timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);
+  trace.mark(TraceSplitField::exit, group.thread() == 0);
 }
 
 }  // namespace splitkv::kernels

@@ -82,12 +82,68 @@ constexpr const char* timeline_slot_name(TimelineSlot slot) {
   return "?";
 }
 
+// The per-CTA trace (kernels/NOTES.md, v9g "Per-CTA trace"): besides the min/max slots, each split
+// CTA (persistent kernel: each warp group) and each combine CTA writes its own record of
+// %globaltimer values with plain stores by one thread (per warp where warps finish on their own).
+// 0 = not written (a record is valid when its entry field is nonzero). Records past the capacity
+// are not written. Index of a split record: (linear CTA = blockIdx.x + gridDim.x * blockIdx.y) *
+// kTraceMaxGroups + warp group; of a combine record: blockIdx.x.
+inline constexpr int kTraceMaxCtas = 4096;
+inline constexpr int kTraceMaxGroups = 3;
+inline constexpr int kTraceMaxItems = 4;  // work items recorded per warp group (the first ones)
+
+enum class TraceSplitField : int {
+  sm,          // %smid (raw)
+  entry,       // before griddepcontrol.wait
+  after_wait,  // griddepcontrol.wait returned
+  decision,    // auto: the batch's split count is known in this group (reduction finished)
+  exit,        // the group returned
+  first_item,  // kTraceMaxItems x TraceItemField follow from here
+};
+enum class TraceItemField : int {
+  index,        // the item's number (split-major: split x rows + row; CTA-per-item grid: linear CTA)
+  start,        // the group begins the item (after its previous item's sync / after the decision)
+  after_issue,  // after_issue() returned: the first tiles' loads are issued (guess: the decision held)
+  first_tile,   // the first copy_async_wait of the tile loop returned (thread 0's share of tile 0)
+  end,          // the item's stores are issued (items that hold tokens only)
+  count
+};
+inline constexpr int kTraceItemFields = static_cast<int>(TraceItemField::count);
+inline constexpr int kTraceSplitFields = 32;  // stride of a split record (25 used)
+static_assert(static_cast<int>(TraceSplitField::first_item) + kTraceMaxItems * kTraceItemFields <= kTraceSplitFields,
+              "split trace record layout");
+inline constexpr int kTraceSplitRecords = kTraceMaxCtas * kTraceMaxGroups;
+
+inline constexpr int kTraceCombineWarps = 4;  // kCombineRowsPerCta
+enum class TraceCombineField : int {
+  sm,
+  entry,
+  decision,          // batch_auto_split_count returned (thread 0)
+  after_wait_warp0,  // + warp: that warp's griddepcontrol.wait returned (warps with live > 1 only)
+  exit_warp0 = after_wait_warp0 + kTraceCombineWarps,  // + warp: that warp returned, on any path
+};
+inline constexpr int kTraceCombineFields = 16;  // stride (11 used)
+static_assert(static_cast<int>(TraceCombineField::exit_warp0) + kTraceCombineWarps <= kTraceCombineFields,
+              "combine trace record layout");
+inline constexpr int kTraceCombineRecords = kTraceMaxCtas;
+
+SPLITKV_TIMELINE_HOST_DEVICE constexpr int trace_split_field(TraceSplitField field) { return static_cast<int>(field); }
+SPLITKV_TIMELINE_HOST_DEVICE constexpr int trace_item_field(int item, TraceItemField field) {
+  return static_cast<int>(TraceSplitField::first_item) + item * kTraceItemFields + static_cast<int>(field);
+}
+SPLITKV_TIMELINE_HOST_DEVICE constexpr int trace_combine_field(TraceCombineField field, int warp = 0) {
+  return static_cast<int>(field) + warp;
+}
+
 #if defined(SPLITKV_TIMELINE)
 // Device address of the kernels' slot array ([kTimelineSlotCount] unsigned long long). Defined in
 // decode_attention.cu, the one translation unit that holds the array: without relocatable device
 // code another translation unit cannot name it, so callers reset, read and (for the probe_* slots)
 // write it through this pointer.
 cudaError_t timeline_slots_address(unsigned long long** device_address);
+// Device addresses of the per-CTA trace: [kTraceSplitRecords * kTraceSplitFields] and
+// [kTraceCombineRecords * kTraceCombineFields] unsigned long long. The caller zeroes them.
+cudaError_t timeline_trace_address(unsigned long long** split_records, unsigned long long** combine_records);
 #endif
 
 }  // namespace splitkv::kernels
