@@ -109,6 +109,13 @@ bool auto_guesses_uniform_batch() {
   return guess;
 }
 
+// Measurement switch (kernels/NOTES.md, v9h): SPLITKV_AUTO_VERIFY_LATE=1 checks the uniform-batch
+// guess after the first item's last tile instead of as soon as its first tiles are in flight.
+bool auto_verifies_guess_late() {
+  static const bool late = environment_int("SPLITKV_AUTO_VERIFY_LATE", 0) != 0;
+  return late;
+}
+
 // The most dynamic shared memory one CTA may ask for on the current device.
 cudaError_t shared_memory_per_cta(int* bytes) {
   static std::mutex mutex;
@@ -166,6 +173,7 @@ kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params
   if constexpr (kAuto) {
     argument.table = params.auto_splits;
     argument.guess_uniform = auto_guesses_uniform_batch() ? 1 : 0;
+    argument.verify_late = auto_verifies_guess_late() ? 1 : 0;
   }
   return argument;
 }

@@ -59,6 +59,7 @@ template <>
 struct AutoTableArgument<true> {
   const AutoSplitsTable* table;  // device memory
   int guess_uniform;             // 0: no early first item (measurement switch, kernels/NOTES.md v9)
+  int verify_late;               // 1: check the guess after the first item's last tile (v9h)
 };
 
 __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int batch_index) {
@@ -244,14 +245,15 @@ __device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args
 // tokens in `splits` splits, through the whole pipeline to its partial or final output. Every
 // thread of the warp group calls it; it leaves the group's shared memory in use (the epilogue), so
 // a caller that runs another item on it must sync the group first.
-// `after_issue()` runs once in every thread as soon as the first tiles' loads are in flight (at
-// once for an empty split). When it returns false the item was a guess that proved wrong: the
-// loads are drained, nothing is written, and the call returns false.
+// `check` asks once, in every thread, whether the guess that chose this item's split count held:
+// `check.at_issue()` as soon as the first tiles' loads are in flight, `check.at_end()` after the
+// last tile, before anything is written (at once for an empty split); one of the two does the
+// asking (GuessCheck below). When it says no, nothing is written and the call returns false.
 // `trace`: the item's per-CTA trace fields (timeline.cuh; empty without SPLITKV_TIMELINE).
-template <typename Element, int kHeadDim, bool kPaged, typename Group, typename AfterIssue>
+template <typename Element, int kHeadDim, bool kPaged, typename Group, typename Check>
 __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                  Group group, int batch_index, int kv_head, int split,
-                                                 int splits, int seqlen, AfterIssue&& after_issue,
+                                                 int splits, int seqlen, const Check& check,
                                                  const TimelineItemTrace trace = {}) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
@@ -264,7 +266,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   // Empty splits leave nothing behind; the combine derives the same live count from seqlen.
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
   if (range.begin >= range.end && !(split == 0 && seqlen == 0)) {
-    const bool held = after_issue();
+    const bool held = check.at_issue() && check.at_end();
     trace.mark(TraceItemField::after_issue, group.thread() == 0);
     return held;
   }
@@ -313,7 +315,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
     if (stage < num_tiles) load_tile(stage, stage);
     copy_async_commit();  // the Q copies ride in the first group
   }
-  const bool held = after_issue();
+  const bool held = check.at_issue();
   trace.mark(TraceItemField::after_issue, group.thread() == 0);
   if (!held) {
     copy_async_wait<0>();
@@ -413,6 +415,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   // Merge the four warps' softmax states through shared memory (the K/V ring is free now).
   copy_async_wait<0>();
   group.sync();
+  if (!check.at_end()) return false;  // a late-checked guess failed: nothing written yet
   constexpr int kReduceStride = kHeadDim + 4;
   float* warp_outputs = reinterpret_cast<float*>(shared_bytes);
   float* warp_max = warp_outputs + kWarpsPerCta * kMmaRows * kReduceStride;
@@ -501,7 +504,20 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
 
 // For callers whose item is not a guess.
 struct NothingToCheck {
-  __device__ __forceinline__ bool operator()() const { return true; }
+  __device__ __forceinline__ bool at_issue() const { return true; }
+  __device__ __forceinline__ bool at_end() const { return true; }
+};
+
+// The guess of a uniform batch (decode_split_kv_persistent_kernel), checked by `verify` (the
+// length reduction, block-wide) either once the first tiles are in flight, or, when `late`, once
+// the item's tiles are all consumed: the check then no longer holds up the item's pipeline, and a
+// wrong guess costs the whole item instead of its first tiles (kernels/NOTES.md, v9h).
+template <typename Verify>
+struct GuessCheck {
+  Verify& verify;
+  bool late;
+  __device__ __forceinline__ bool at_issue() const { return late || verify(); }
+  __device__ __forceinline__ bool at_end() const { return !late || verify(); }
 };
 
 // One CTA per possible work item, grid (batch x kv_heads, num_splits): fixed split counts; explicit
@@ -633,7 +649,8 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
           const int row = virtual_cta % rows;
           held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
                                                               row % args.num_kv_heads, virtual_cta / rows, guess, length,
-                                                              guess_held, trace.begin_item(virtual_cta, group.thread() == 0));
+                                                              GuessCheck<decltype(guess_held)>{guess_held, auto_table.verify_late != 0},
+                                                              trace.begin_item(virtual_cta, group.thread() == 0));
         } else {
           held = guess_held();
         }
