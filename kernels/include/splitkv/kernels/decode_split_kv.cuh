@@ -95,8 +95,9 @@ struct BatchAutoDecision {
 
   __device__ __forceinline__ void issue_loads(const DecodeKernelArgs& args, const AutoSplitsTable* table) {
     const uint32_t* words = reinterpret_cast<const uint32_t*>(table);
-    // The table's words land in registers and go to shared memory in finish(): storing each word
-    // at once would wait for it before the lengths are even asked for (kernels/NOTES.md, v7).
+    // The table's words land in registers and go to shared memory in choose_splits() (non-uniform
+    // batches only): storing each word at once would wait for it before the lengths are even
+    // asked for (kernels/NOTES.md, v7).
     first_word = threadIdx.x < kTableWords ? __ldg(words + threadIdx.x) : 0u;
     second_word = threadIdx.x + kThreads < kTableWords ? __ldg(words + threadIdx.x + kThreads) : 0u;
     const int lane = threadIdx.x % 32;
@@ -117,18 +118,22 @@ struct BatchAutoDecision {
   // The table's count if every sequence had cache_seqlens[0]'s length: a uniform batch's answer,
   // known one memory round trip after the launch, before the reduction. Warp-wide (a shuffle).
   __device__ __forceinline__ int uniform_guess(const DecodeKernelArgs& args) const {
-    const int bucket = length_bucket(first_length);
+    return row_count(args, first_length);
+  }
+
+  // The launch batch's row at `length`, clamped to [1, the grid's bound]. Warp-wide (a shuffle).
+  __device__ __forceinline__ int row_count(const DecodeKernelArgs& args, int length) const {
+    const int bucket = length_bucket(length);
     const uint32_t word = __shfl_sync(0xffffffffu, guess_row_word, bucket / 4);
     const int chosen = static_cast<int>((word >> (8 * (bucket % 4))) & 0xffu);
     return chosen < 1 ? 1 : (chosen > args.num_splits ? args.num_splits : chosen);
   }
 
-  __device__ __forceinline__ void finish(const DecodeKernelArgs& args) {
-    __shared__ uint32_t table_words[kTableWords];
+  // Block-wide (every thread of the CTA calls it once): the longest, shortest and total length,
+  // and whether the batch is uniform. Needs the lengths only, not the table.
+  __device__ __forceinline__ void reduce_lengths() {
     __shared__ int warp_longest[kWarps], warp_shortest[kWarps];
     __shared__ long long warp_total[kWarps];
-    if (threadIdx.x < kTableWords) table_words[threadIdx.x] = first_word;
-    if (threadIdx.x + kThreads < kTableWords) table_words[threadIdx.x + kThreads] = second_word;
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) {
       longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
@@ -153,8 +158,28 @@ struct BatchAutoDecision {
       total += warp_total[w];
     }
     uniform = shortest == longest;
+  }
+
+  // Block-wide, after reduce_lengths: the table's count. A uniform batch's effective batch is the
+  // launch batch, so its count is in the row every warp already holds (the guess's row): no
+  // shared-memory table, no second barrier, and no wait for the whole table's loads, which the
+  // v9g trace found late (kernels/NOTES.md, v9i). Other batches copy the table to shared memory.
+  __device__ __forceinline__ void choose_splits(const DecodeKernelArgs& args) {
+    if (uniform) {
+      splits = row_count(args, longest);
+      return;
+    }
+    __shared__ uint32_t table_words[kTableWords];
+    if (threadIdx.x < kTableWords) table_words[threadIdx.x] = first_word;
+    if (threadIdx.x + kThreads < kTableWords) table_words[threadIdx.x + kThreads] = second_word;
+    asm volatile("barrier.sync 0;\n" ::: "memory");
     splits = auto_split_count(*reinterpret_cast<const AutoSplitsTable*>(table_words), total, longest, args.batch,
                               args.num_splits);
+  }
+
+  __device__ __forceinline__ void finish(const DecodeKernelArgs& args) {
+    reduce_lengths();
+    choose_splits(args);
   }
 };
 
@@ -637,11 +662,16 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       } else {
         const int guess = decision.uniform_guess(args);
         const int length = decision.first_length;
+        // Every length equal to the guessed one means the effective batch is the launch batch,
+        // so the table's count is the guess: only the lengths need checking.
         auto guess_held = [&] {
-          decision.finish(args);
+          decision.reduce_lengths();
+          const bool held = decision.uniform && decision.longest == length;
+          if (held) decision.splits = guess;
+          else decision.choose_splits(args);
           timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
           trace.mark(TraceSplitField::decision, group.thread() == 0);
-          return decision.uniform && decision.longest == length && decision.splits == guess;
+          return held;
         };
         const int per_sequence = work_items_of_sequence(length, guess, args.num_kv_heads);
         bool held;
