@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_host.hpp"
 #include "splitkv/decode_attention.hpp"
 #include "splitkv/kernels/timeline_slots.hpp"
 #include "splitkv/num_splits.hpp"
@@ -444,23 +445,6 @@ class TimelineSampler {
   SlotTimes* reset_values_ = nullptr;
 };
 
-// Relative L2 difference of two bf16 outputs.
-double relative_difference(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
-  auto to_double = [](std::uint16_t bits) {
-    const std::uint32_t widened = static_cast<std::uint32_t>(bits) << 16;
-    float value;
-    std::memcpy(&value, &widened, 4);
-    return static_cast<double>(value);
-  };
-  double difference = 0, reference = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = to_double(a[i]) - to_double(b[i]);
-    difference += std::isnan(d) ? INFINITY : d * d;
-    reference += to_double(b[i]) * to_double(b[i]);
-  }
-  return std::sqrt(difference / reference);
-}
-
 // The per-CTA trace of one sample: the kernels' records, copied back.
 struct TraceSample {
   std::vector<unsigned long long> split;    // [kTraceSplitRecords * kTraceSplitFields]
@@ -761,7 +745,7 @@ int run(const Options& options) {
       outputs[m].resize(q_elements);
       CHECK_CUDA(cudaMemcpy(outputs[m].data(), buffers.out, q_elements * 2, cudaMemcpyDeviceToHost));
     }
-    const double disagreement = relative_difference(outputs[1], outputs[0]);
+    const double disagreement = splitkv::bench::relative_l2_difference(outputs[1], outputs[0]);
     if (!(disagreement <= 1e-2))
       throw std::runtime_error("auto and fixed outputs differ (relative L2 " + std::to_string(disagreement) + ")");
     SlotTimes scratch{};

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_host.hpp"
 #include "reference_attention.hpp"
 #include "splitkv/decode_attention.hpp"
 #include "splitkv/tuner/device_random.cuh"
@@ -75,13 +76,6 @@ std::vector<AnchorShape> read_anchors(const std::string& path) {
       std::exit(1);                                                                                 \
     }                                                                                               \
   } while (0)
-
-double bf16_to_double(std::uint16_t bits) {
-  std::uint32_t widened = static_cast<std::uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &widened, 4);
-  return value;
-}
 
 struct Layout {
   KvLayout layout;
@@ -161,7 +155,7 @@ double reference_error_sequence0(const BenchShape& s, const Layout& layout, cons
   const std::size_t row = static_cast<std::size_t>(s.num_kv_heads) * s.head_dim;
   const auto q = download(reinterpret_cast<const std::uint16_t*>(b.q), static_cast<std::size_t>(s.num_heads) * s.head_dim);
   problem.q.resize(q.size());
-  std::transform(q.begin(), q.end(), problem.q.begin(), bf16_to_double);
+  std::transform(q.begin(), q.end(), problem.q.begin(), splitkv::bench::bf16_to_double);
   problem.k.resize(row * s.context_len);
   problem.v.resize(row * s.context_len);
   const auto table = layout.layout == KvLayout::paged ? download(b.block_table, b.max_pages) : std::vector<int32_t>{};
@@ -172,27 +166,17 @@ double reference_error_sequence0(const BenchShape& s, const Layout& layout, cons
             : static_cast<std::size_t>(t);
     const auto k = download(reinterpret_cast<const std::uint16_t*>(b.k[0]) + source_row * row, row);
     const auto v = download(reinterpret_cast<const std::uint16_t*>(b.v[0]) + source_row * row, row);
-    std::transform(k.begin(), k.end(), problem.k.begin() + t * row, bf16_to_double);
-    std::transform(v.begin(), v.end(), problem.v.begin() + t * row, bf16_to_double);
+    std::transform(k.begin(), k.end(), problem.k.begin() + t * row, splitkv::bench::bf16_to_double);
+    std::transform(v.begin(), v.end(), problem.v.begin() + t * row, splitkv::bench::bf16_to_double);
   }
   std::vector<double> out, lse;
   splitkv::reference::attention(problem, out, lse);
   const auto gpu = download(reinterpret_cast<const std::uint16_t*>(b.out), out.size());
   double diff2 = 0, ref2 = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const double d = bf16_to_double(gpu[i]) - out[i];
+    const double d = splitkv::bench::bf16_to_double(gpu[i]) - out[i];
     diff2 += std::isnan(d) ? INFINITY : d * d;
     ref2 += out[i] * out[i];
-  }
-  return std::sqrt(diff2 / ref2);
-}
-
-double max_relative_difference(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
-  double diff2 = 0, ref2 = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = bf16_to_double(a[i]) - bf16_to_double(b[i]);
-    diff2 += std::isnan(d) ? INFINITY : d * d;
-    ref2 += bf16_to_double(b[i]) * bf16_to_double(b[i]);
   }
   return std::sqrt(diff2 / ref2);
 }
@@ -322,8 +306,8 @@ int main(int argc, char** argv) {
           return 1;
         }
         CHECK_CUDA(cudaStreamSynchronize(stream));
-        const double split_error =
-            max_relative_difference(download(reinterpret_cast<const std::uint16_t*>(b.out), q_elements), unsplit);
+        const double split_error = splitkv::bench::relative_l2_difference(
+            download(reinterpret_cast<const std::uint16_t*>(b.out), q_elements), unsplit);
 
         splitkv::tuner::GraphTiming timing;
         const std::string failure = splitkv::tuner::time_graph_replays(
