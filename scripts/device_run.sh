@@ -7,7 +7,9 @@
 # probe records which SM each CTA of a decode-shaped grid lands on (tuner/bench/cta_placement_probe.cu)
 # into results/h200/experiments/cta_placement.csv with a sidecar.
 #
-# Extra arguments for the bench go in SPLITKV_BENCH_ARGS. The sweep step runs the sweeps listed
+# Extra arguments for the bench go in SPLITKV_BENCH_ARGS; extra build targets (for example
+# auto_timeline_probe, kernels/NOTES.md v9g) in SPLITKV_EXTRA_TARGETS. A step name that matches none
+# of the above (say `build`) only configures and builds. The sweep step runs the sweeps listed
 # in SPLITKV_SWEEPS (entries name:grid[:kernels[:VAR=value]], default: sweeps/quick.json twice as
 # quick_a/quick_b for run-to-run stability, then sweeps/full.json), each into
 # results/h200/<name>.csv, and interrupts whatever still runs SPLITKV_SWEEP_DEADLINE seconds into
