@@ -96,7 +96,7 @@ int geometric_midpoint(int a, int b) {
 int resident_ctas_per_sm(int head_dim) { return head_dim <= 128 ? 2 : 1; }
 
 int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent) {
-  if (splits <= 1 || ctas < 1 || slots < 1 || margin_percent < 0) return splits;
+  if (splits <= 1 || ctas < 1 || slots < 1 || margin_percent < 0 || ctas * splits <= slots) return splits;
   const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
   if (tiles < 1) return splits;
   // Waves of the splits that hold work, and their cost: waves x tiles per split.
@@ -110,7 +110,14 @@ int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, in
   std::int64_t cost = 0, fewer_cost = 0;
   const std::int64_t waves = waves_and_cost(splits, &cost);
   if (waves < 2) return splits;
-  const std::int64_t fewer = (waves - 1) * slots / ctas;
+  // The most splits that fit one wave fewer, rounded down to the counts sweeps time (2^k and
+  // 3 x 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...), so that every answer is a measured one.
+  std::int64_t fewer = (waves - 1) * slots / ctas;
+  if (fewer >= 1) {
+    std::int64_t power = 1;
+    while (power * 2 <= fewer) power *= 2;
+    fewer = power >= 2 && power + power / 2 <= fewer ? power + power / 2 : power;
+  }
   if (fewer < 1 || fewer >= splits) return splits;
   waves_and_cost(fewer, &fewer_cost);
   return fewer_cost * (100 + margin_percent) < cost * 100 ? int(fewer) : splits;

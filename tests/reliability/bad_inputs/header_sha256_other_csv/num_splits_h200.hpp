@@ -23,7 +23,9 @@
 //       midpoints) and layout class (contiguous, or paged);
 //   x and y beyond the table's edges clamp to the edge bucket, except that below the fewest
 //       CTAs measured the answer doubles per missing octave (same CTAs after splitting);
-//   the answer is capped at the 64-token tiles of the length (more splits hold no work).
+//   the answer is capped at the 64-token tiles of the length (more splits hold no work);
+//   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most
+//   splits that need one wave of resident CTAs fewer (kWaveGuardMarginPercent).
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
 // their nearest measured neighbour.
@@ -186,15 +188,18 @@ SPLITKV_GENERATED_HOST_DEVICE inline bool measured_ctas(int plane, long long cta
   return false;
 }
 
-// When the splits spill the CTAs into one more wave of resident slots than needed, and the count
-// with one wave fewer costs less (waves x 64-token tiles per split) by more than the margin,
-// that count instead (heuristics/FIT.md, "Wave guard").
+// When the splits spill the CTAs into one more wave of resident slots than needed, and the most
+// splits with one wave fewer (rounded down to the counts sweeps time) cost less, in waves x
+// 64-token tiles per split, by more than the margin: that count (heuristics/FIT.md, "Wave guard").
 SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long ctas, long long tokens, int slots) {
+  if (splits <= 1 || ctas < 1 || ctas * splits <= slots) return splits;  // one wave: nothing to guard
   const long long tiles = tokens <= 0 ? 0 : (tokens + 63) / 64;
-  if (splits <= 1 || ctas < 1 || tiles < 1) return splits;
+  if (tiles < 1) return splits;
   const long long per = (tiles + splits - 1) / splits;
   const long long waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;
-  const long long fewer = (waves - 1) * slots / ctas;
+  const long long most = (waves - 1) * slots / ctas;  // rounded down to 2^k or 3 x 2^(k-1)
+  const long long power = most < 1 ? 0 : (1LL << floor_log2((unsigned long long)most));
+  const long long fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
   if (waves < 2 || fewer < 1 || fewer >= splits) return splits;
   const long long fewer_per = (tiles + fewer - 1) / fewer;
   const long long fewer_waves = (ctas * ((tiles + fewer_per - 1) / fewer_per) + slots - 1) / slots;
@@ -203,9 +208,12 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long cta
 
 SPLITKV_GENERATED_HOST_DEVICE inline int guard_unmeasured(int splits, long long ctas, int head_dim, int page_size,
                                                           long long tokens) {
-  if (kWaveGuardMarginPercent < 0 || measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas))
+  if (kWaveGuardMarginPercent < 0) return splits;
+  // The arithmetic first: it leaves most answers alone, and then the search is not needed.
+  const int guarded = wave_guard(splits, ctas, tokens, kSmCount * (head_dim <= 128 ? 2 : 1));
+  if (guarded == splits || measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas))
     return splits;
-  return wave_guard(splits, ctas, tokens, kSmCount * (head_dim <= 128 ? 2 : 1));
+  return guarded;
 }
 
 SPLITKV_GENERATED_HOST_DEVICE inline int real_length_lookup(long long ctas, int head_dim, int max_seqlen,
