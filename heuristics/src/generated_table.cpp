@@ -110,6 +110,7 @@ class HeaderParser {
       t.page_size_thresholds = page_thresholds;
       read_table(function, t, h.table_lines);
     }
+    read_wave_guard(h);
     return h;
   }
 
@@ -233,6 +234,43 @@ class HeaderParser {
     ranges.emplace_back(index_at + 1, index_end + 1);
   }
 
+  // kWaveGuardMarginPercent and each plane's measured CTA counts (kMeasuredCtas: a row per plane,
+  // its length first), into both tables. Headers generated before the guard have neither: they
+  // read as having no guard, as they answer.
+  void read_wave_guard(GeneratedHeader& h) const {
+    if (line_of("kWaveGuardMarginPercent") == 0) return;
+    const int margin = int_constant("kWaveGuardMarginPercent");
+    static const std::regex decl(R"(^  static constexpr int kMeasuredCtas\[(\d+)\]\[(\d+)\] = \{$)");
+    std::smatch m;
+    const int at = find("kMeasuredCtas[", 0);
+    if (at < 0 || !std::regex_match(lines_[at], m, decl)) {
+      fail(at + 1, "expected `static constexpr int kMeasuredCtas[P][N] = {`");
+    }
+    const int planes = std::stoi(m[1]), width = std::stoi(m[2]);
+    if (planes != h.real_length.head_dim_classes * h.real_length.layout_classes) {
+      fail(at + 1, fmt::format("kMeasuredCtas has {} planes, expected {}", planes,
+                               h.real_length.head_dim_classes * h.real_length.layout_classes));
+    }
+    int end = 0;
+    std::vector<std::vector<std::int64_t>> measured;
+    for (const auto& [line, values] : literal_rows(at, &end)) {
+      if (int(values.size()) != width || values[0] < 0 || values[0] >= width) {
+        fail(line, fmt::format("kMeasuredCtas row has {} values (length {}), expected {}", values.size(),
+                               values.empty() ? 0 : values[0], width));
+      }
+      std::vector<std::int64_t> plane(values.begin() + 1, values.begin() + 1 + values[0]);
+      if (!std::is_sorted(plane.begin(), plane.end())) fail(line, "kMeasuredCtas row is not ascending");
+      measured.push_back(std::move(plane));
+    }
+    if (int(measured.size()) != planes) fail(end + 1, fmt::format("kMeasuredCtas lists {} planes, expected {}", measured.size(), planes));
+    h.table_lines.emplace_back(at + 1, end + 1);
+    for (ParsedSplitTable* t : {&h.real_length, &h.capacity}) {
+      t->wave_guard_margin_percent = margin;
+      t->sm_count = h.sm_count;
+      t->measured_ctas = measured;
+    }
+  }
+
   std::string path_;
   std::vector<std::string> lines_;
 };
@@ -259,7 +297,11 @@ int ParsedSplitTable::lookup(int batch, int num_kv_heads, int head_dim, int toke
   layout = clamp_index(layout, layout_classes);
   const int row = row_of[(std::size_t(hd_class) * layout_classes + layout) * length_buckets + y];
   const int cell = rows[std::size_t(row)][std::size_t(clamp_index(x, cta_buckets))];
-  return scale_below_edge_and_cap(cell, octaves_below(-x, cta_buckets_per_octave), max_splits, tokens);
+  const int splits = scale_below_edge_and_cap(cell, octaves_below(-x, cta_buckets_per_octave), max_splits, tokens);
+  if (wave_guard_margin_percent < 0 || sm_count <= 0) return splits;
+  const auto& measured = measured_ctas[std::size_t(hd_class) * layout_classes + layout];
+  if (std::binary_search(measured.begin(), measured.end(), ctas)) return splits;
+  return wave_guard(splits, ctas, tokens, sm_count * resident_ctas_per_sm(head_dim), wave_guard_margin_percent);
 }
 
 bool GeneratedHeader::is_table_line(int line) const {

@@ -61,6 +61,69 @@ struct EmittedTable {
   std::string text;
 };
 
+// Each plane's measured CTA counts (the wave guard leaves those to the table) and the guard itself.
+// Row p of kMeasuredCtas is plane p = head_dim class x kLayoutClasses + layout class: its length,
+// then its counts ascending, then zeros.
+std::string emit_measured_ctas(const SplitTable& table) {
+  std::size_t widest = 0;
+  for (const auto& plane : table.measured_ctas) widest = std::max(widest, plane.size());
+  std::string rows;
+  for (const auto& plane : table.measured_ctas) {
+    std::vector<std::int64_t> row(widest + 1, 0);
+    row[0] = std::int64_t(plane.size());
+    std::copy(plane.begin(), plane.end(), row.begin() + 1);
+    std::string values;
+    for (std::size_t i = 0; i < row.size(); ++i) values += (i ? ", " : "") + std::to_string(row[i]);
+    rows += "      {" + values + "},\n";
+  }
+  return fmt::format(
+      "// The CTA counts (batch * kv_heads) each plane's training shapes measured: where a lookup's count\n"
+      "// is one of them the table's answer stands; elsewhere the wave guard may move it.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline bool measured_ctas(int plane, long long ctas) {{\n"
+      "  static constexpr int kMeasuredCtas[{planes}][{width}] = {{\n"
+      "{rows}"
+      "  }};\n"
+      "  int low = 1, high = kMeasuredCtas[plane][0];\n"
+      "  while (low <= high) {{\n"
+      "    const int middle = (low + high) / 2;\n"
+      "    if (kMeasuredCtas[plane][middle] == ctas) return true;\n"
+      "    if (kMeasuredCtas[plane][middle] < ctas) low = middle + 1;\n"
+      "    else high = middle - 1;\n"
+      "  }}\n"
+      "  return false;\n"
+      "}}\n"
+      "\n"
+      "// When the splits spill the CTAs into one more wave of resident slots than needed, and the most\n"
+      "// splits with one wave fewer (rounded down to the counts sweeps time) cost less, in waves x\n"
+      "// 64-token tiles per split, by more than the margin: that count (heuristics/FIT.md, \"Wave guard\").\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long ctas, long long tokens, int slots) {{\n"
+      "  if (splits <= 1 || ctas < 1 || ctas * splits <= slots) return splits;  // one wave: nothing to guard\n"
+      "  const long long tiles = tokens <= 0 ? 0 : (tokens + 63) / 64;\n"
+      "  if (tiles < 1) return splits;\n"
+      "  const long long per = (tiles + splits - 1) / splits;\n"
+      "  const long long waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;\n"
+      "  const long long most = (waves - 1) * slots / ctas;  // rounded down to 2^k or 3 x 2^(k-1)\n"
+      "  const long long power = most < 1 ? 0 : (1LL << floor_log2((unsigned long long)most));\n"
+      "  const long long fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;\n"
+      "  if (waves < 2 || fewer < 1 || fewer >= splits) return splits;\n"
+      "  const long long fewer_per = (tiles + fewer - 1) / fewer;\n"
+      "  const long long fewer_waves = (ctas * ((tiles + fewer_per - 1) / fewer_per) + slots - 1) / slots;\n"
+      "  return fewer_waves * fewer_per * (100 + kWaveGuardMarginPercent) < waves * per * 100 ? (int)fewer : splits;\n"
+      "}}\n"
+      "\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int guard_unmeasured(int splits, long long ctas, int head_dim, int page_size,\n"
+      "                                                          long long tokens) {{\n"
+      "  if (kWaveGuardMarginPercent < 0) return splits;\n"
+      "  // The arithmetic first: it leaves most answers alone, and then the search is not needed.\n"
+      "  const int guarded = wave_guard(splits, ctas, tokens, kSmCount * (head_dim <= 128 ? 2 : 1));\n"
+      "  if (guarded == splits || measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas))\n"
+      "    return splits;\n"
+      "  return guarded;\n"
+      "}}\n"
+      "\n",
+      fmt::arg("planes", table.measured_ctas.size()), fmt::arg("width", widest + 1), fmt::arg("rows", rows));
+}
+
 EmittedTable emit_table(const SplitTable& table, std::string_view name, std::string_view unit) {
   const TableGrid& g = table.grid;
   int max_value = 0;
@@ -246,7 +309,9 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "//       midpoints) and layout class (contiguous, or paged);\n"
       "//   x and y beyond the table's edges clamp to the edge bucket, except that below the fewest\n"
       "//       CTAs measured the answer doubles per missing octave (same CTAs after splitting);\n"
-      "//   the answer is capped at the 64-token tiles of the length (more splits hold no work).\n"
+      "//   the answer is capped at the 64-token tiles of the length (more splits hold no work);\n"
+      "//   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most\n"
+      "//   splits that need one wave of resident CTAs fewer (kWaveGuardMarginPercent).\n"
       "// Each cell holds the split count with the lowest geometric-mean time over the measured\n"
       "// shapes in that cell (relative to each shape's fastest); cells no shape fell in copy\n"
       "// their nearest measured neighbour.\n"
@@ -315,7 +380,10 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
   for (int lay = 0; lay < real.grid.layout_classes(); ++lay) {
     layout_names += (lay ? "; " : "") + layout_class_name(real.grid, lay);
   }
-  out += fmt::format("inline constexpr int kLayoutClasses = {};   // {}\n\n", real.grid.layout_classes(), layout_names);
+  out += fmt::format("inline constexpr int kLayoutClasses = {};   // {}\n", real.grid.layout_classes(), layout_names);
+  const int guard_margin = real.sm_count > 0 && real.wave_guard_margin_percent >= 0 ? real.wave_guard_margin_percent : -1;
+  out += fmt::format("inline constexpr int kWaveGuardMarginPercent = {};  // < 0: no wave guard (heuristics/FIT.md)\n\n",
+                     guard_margin);
 
   out += fmt::format(
       "// floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.\n"
@@ -381,6 +449,7 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       fmt::arg("cta_sum", mantissa_comparisons(real.grid.cta_buckets_per_octave)));
 
   out += real_table.text + "\n" + cap_table.text + "\n";
+  out += emit_measured_ctas(real);
   out += fmt::format(
       "SPLITKV_GENERATED_HOST_DEVICE inline int real_length_lookup(long long ctas, int head_dim, int max_seqlen,\n"
       "                                                            int page_size) {{\n"
@@ -388,7 +457,8 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "  const int y = clamp_index(log2_bucket(max_seqlen) - kRealLengthLog2Min, kRealLengthBuckets);\n"
       "  const int splits = real_length_splits(head_dim_class(head_dim), layout_class(page_size), y,\n"
       "                                        clamp_index(x, kRealCtaBuckets));\n"
-      "  return cap_at_tiles(scale_below_edge(splits, -x, kRealMaxSplits), max_seqlen);\n"
+      "  return guard_unmeasured(cap_at_tiles(scale_below_edge(splits, -x, kRealMaxSplits), max_seqlen), ctas,\n"
+      "                          head_dim, page_size, max_seqlen);\n"
       "}}\n"
       "\n"
       "SPLITKV_GENERATED_HOST_DEVICE inline int capacity_lookup(long long ctas, int head_dim, int cache_capacity,\n"
@@ -397,7 +467,8 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "  const int y = clamp_index(log2_bucket(cache_capacity) - kCapacityLengthLog2Min, kCapacityLengthBuckets);\n"
       "  const int splits = capacity_splits(head_dim_class(head_dim), layout_class(page_size), y,\n"
       "                                     clamp_index(x, kCapacityCtaBuckets));\n"
-      "  return cap_at_tiles(scale_below_edge(splits, -x, kCapacityMaxSplits), cache_capacity);\n"
+      "  return guard_unmeasured(cap_at_tiles(scale_below_edge(splits, -x, kCapacityMaxSplits), cache_capacity), ctas,\n"
+      "                          head_dim, page_size, cache_capacity);\n"
       "}}\n"
       "\n"
       "SPLITKV_GENERATED_HOST_DEVICE constexpr long long ctas_before_splitting(int batch, int num_kv_heads) {{\n"

@@ -95,6 +95,34 @@ int geometric_midpoint(int a, int b) {
 
 int resident_ctas_per_sm(int head_dim) { return head_dim <= 128 ? 2 : 1; }
 
+int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent) {
+  if (splits <= 1 || ctas < 1 || slots < 1 || margin_percent < 0 || ctas * splits <= slots) return splits;
+  const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
+  if (tiles < 1) return splits;
+  // Waves of the splits that hold work, and their cost: waves x tiles per split.
+  auto waves_and_cost = [&](std::int64_t count, std::int64_t* cost) {
+    const std::int64_t per = (tiles + count - 1) / count;
+    const std::int64_t live = (tiles + per - 1) / per;
+    const std::int64_t waves = (ctas * live + slots - 1) / slots;
+    *cost = waves * per;
+    return waves;
+  };
+  std::int64_t cost = 0, fewer_cost = 0;
+  const std::int64_t waves = waves_and_cost(splits, &cost);
+  if (waves < 2) return splits;
+  // The most splits that fit one wave fewer, rounded down to the counts sweeps time (2^k and
+  // 3 x 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...), so that every answer is a measured one.
+  std::int64_t fewer = (waves - 1) * slots / ctas;
+  if (fewer >= 1) {
+    std::int64_t power = 1;
+    while (power * 2 <= fewer) power *= 2;
+    fewer = power >= 2 && power + power / 2 <= fewer ? power + power / 2 : power;
+  }
+  if (fewer < 1 || fewer >= splits) return splits;
+  waves_and_cost(fewer, &fewer_cost);
+  return fewer_cost * (100 + margin_percent) < cost * 100 ? int(fewer) : splits;
+}
+
 std::string_view to_string(LengthAxis axis) {
   return axis == LengthAxis::real_length ? "real_length" : "capacity";
 }
@@ -149,7 +177,12 @@ int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, in
   const std::int64_t ctas = std::int64_t(std::max(batch, 1)) * std::max(num_kv_heads, 1);
   const int cell = splits[index(grid.head_dim_class(head_dim), grid.layout_class(page_size),
                                 grid.length_index(tokens), grid.cta_index(ctas))];
-  return scale_below_edge_and_cap(cell, grid.octaves_below(ctas), max_splits, tokens);
+  const int splits = scale_below_edge_and_cap(cell, grid.octaves_below(ctas), max_splits, tokens);
+  if (sm_count <= 0 || wave_guard_margin_percent < 0) return splits;
+  const auto& measured = measured_ctas[std::size_t(grid.head_dim_class(head_dim)) * grid.layout_classes() +
+                                       grid.layout_class(page_size)];
+  if (std::binary_search(measured.begin(), measured.end(), ctas)) return splits;
+  return wave_guard(splits, ctas, tokens, sm_count * resident_ctas_per_sm(head_dim), wave_guard_margin_percent);
 }
 
 int table_tokens(const MeasuredShape& shape, LengthAxis axis) {
@@ -306,6 +339,19 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
   table.splits.assign(cells, 1);
   table.shapes_in_cell.assign(cells, 0);
   for (const MeasuredShape& shape : shapes) table.max_splits = std::max(table.max_splits, shape.timings.back().num_splits);
+  table.measured_ctas.assign(std::size_t(g.head_dim_classes()) * g.layout_classes(), {});
+  for (const MeasuredShape& shape : shapes) {
+    const auto& p = shape.point;
+    table.measured_ctas[std::size_t(g.head_dim_class(p.head_dim)) * g.layout_classes() +
+                        g.layout_class(p.layout == KvLayout::paged ? p.page_size : 0)]
+        .push_back(std::int64_t(p.batch) * p.num_kv_heads);
+  }
+  for (auto& plane : table.measured_ctas) {
+    std::sort(plane.begin(), plane.end());
+    plane.erase(std::unique(plane.begin(), plane.end()), plane.end());
+  }
+  table.sm_count = options.sm_count;
+  table.wave_guard_margin_percent = options.wave_guard_margin_percent;
 
   // Shapes by cell, in input order (shapes come sorted, so the sums below are deterministic).
   std::vector<std::vector<std::size_t>> members(cells);

@@ -26,6 +26,10 @@ struct ParsedSplitTable {
   std::vector<int> page_size_thresholds;  // page_size >= t[k] -> one paged class up
   std::vector<std::vector<int>> rows;     // kRows
   std::vector<int> row_of;                // kRowOf, [head_dim class][layout class][length bucket]
+  // The wave guard (kWaveGuardMarginPercent, kSmCount, kMeasuredCtas; heuristics/FIT.md).
+  int wave_guard_margin_percent = -1;
+  int sm_count = 0;
+  std::vector<std::vector<std::int64_t>> measured_ctas;  // per plane, ascending
 
   int lookup(int batch, int num_kv_heads, int head_dim, int tokens, int page_size) const;
 };

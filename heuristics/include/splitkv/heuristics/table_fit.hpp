@@ -56,6 +56,12 @@ int geometric_midpoint(int a, int b);
 // Resident CTAs per SM of our decode kernel (kernels/NOTES.md: 2 up to head_dim 128, 1 at 256).
 int resident_ctas_per_sm(int head_dim);
 
+// The wave guard (heuristics/FIT.md, "Wave guard"): when `splits` spills `ctas` into one more
+// wave of `slots` resident CTAs than needed, and the count with one wave fewer is cheaper by more
+// than `margin_percent` in waves x 64-token tiles per split, that count instead. Integer-exact;
+// the generated header does the same arithmetic.
+int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent);
+
 enum class LengthAxis { real_length, capacity };
 std::string_view to_string(LengthAxis axis);
 
@@ -90,6 +96,12 @@ struct SplitTable {
   // The most splits any measured shape was timed with: the ceiling of the extrapolation
   // below the first CTA bucket.
   int max_splits = 1;
+  // The wave guard, applied only where a plane's training shapes never measured that exact
+  // batch x kv_heads: `measured_ctas[head_dim class * layout classes + layout class]` holds them,
+  // ascending. Off when sm_count is 0 or wave_guard_margin_percent < 0.
+  std::vector<std::vector<std::int64_t>> measured_ctas;
+  int sm_count = 0;
+  int wave_guard_margin_percent = -1;
 
   std::size_t index(int head_dim_class, int layout_class, int length_index, int cta_index) const;
   // The table's answer for a shape, capped at the 64-token tiles of `tokens` (more splits
@@ -129,6 +141,10 @@ struct FitOptions {
   // mean log ratio. 0.25: the lowest leave-one-CTA-count-out and leave-one-batch-out regret of
   // {0, 0.25, 0.5, 0.75, 1} on the H200 data (heuristics/FIT.md, "Wave-aware cells").
   double wave_mix = 0.25;
+  // The wave guard's margin at unmeasured CTA counts, in percent; < 0 turns it off. 10: equal
+  // in sample and leaving one length out, better leaving one batch (-0.07%) and one CTA count
+  // (-0.37%) out than without it (heuristics/FIT.md, "Wave guard").
+  int wave_guard_margin_percent = 10;
   // Fit per-dtype tables only to report what they would gain (FitNotes::dtype_checks).
   bool diagnose_dtypes = true;
 };

@@ -23,7 +23,9 @@
 //       midpoints) and layout class (contiguous, or paged);
 //   x and y beyond the table's edges clamp to the edge bucket, except that below the fewest
 //       CTAs measured the answer doubles per missing octave (same CTAs after splitting);
-//   the answer is capped at the 64-token tiles of the length (more splits hold no work).
+//   the answer is capped at the 64-token tiles of the length (more splits hold no work);
+//   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most
+//   splits that need one wave of resident CTAs fewer (kWaveGuardMarginPercent).
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
 // their nearest measured neighbour.
@@ -71,6 +73,7 @@ inline constexpr int kCapacityLengthBuckets = 4;
 inline constexpr int kCapacityMaxSplits = 128;       // most splits measured
 inline constexpr int kHeadDimClasses = 1;  // head_dim 128
 inline constexpr int kLayoutClasses = 1;   // contiguous
+inline constexpr int kWaveGuardMarginPercent = 10;  // < 0: no wave guard (heuristics/FIT.md)
 
 // floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
@@ -169,13 +172,58 @@ SPLITKV_GENERATED_HOST_DEVICE inline int capacity_splits(int head_dim_class, int
   return kRows[kRowOf[head_dim_class][layout_class][length_index]][cta_index];
 }
 
+// The CTA counts (batch * kv_heads) each plane's training shapes measured: where a lookup's count
+// is one of them the table's answer stands; elsewhere the wave guard may move it.
+SPLITKV_GENERATED_HOST_DEVICE inline bool measured_ctas(int plane, long long ctas) {
+  static constexpr int kMeasuredCtas[1][2] = {
+      {1, 8},
+  };
+  int low = 1, high = kMeasuredCtas[plane][0];
+  while (low <= high) {
+    const int middle = (low + high) / 2;
+    if (kMeasuredCtas[plane][middle] == ctas) return true;
+    if (kMeasuredCtas[plane][middle] < ctas) low = middle + 1;
+    else high = middle - 1;
+  }
+  return false;
+}
+
+// When the splits spill the CTAs into one more wave of resident slots than needed, and the most
+// splits with one wave fewer (rounded down to the counts sweeps time) cost less, in waves x
+// 64-token tiles per split, by more than the margin: that count (heuristics/FIT.md, "Wave guard").
+SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long ctas, long long tokens, int slots) {
+  if (splits <= 1 || ctas < 1 || ctas * splits <= slots) return splits;  // one wave: nothing to guard
+  const long long tiles = tokens <= 0 ? 0 : (tokens + 63) / 64;
+  if (tiles < 1) return splits;
+  const long long per = (tiles + splits - 1) / splits;
+  const long long waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;
+  const long long most = (waves - 1) * slots / ctas;  // rounded down to 2^k or 3 x 2^(k-1)
+  const long long power = most < 1 ? 0 : (1LL << floor_log2((unsigned long long)most));
+  const long long fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
+  if (waves < 2 || fewer < 1 || fewer >= splits) return splits;
+  const long long fewer_per = (tiles + fewer - 1) / fewer;
+  const long long fewer_waves = (ctas * ((tiles + fewer_per - 1) / fewer_per) + slots - 1) / slots;
+  return fewer_waves * fewer_per * (100 + kWaveGuardMarginPercent) < waves * per * 100 ? (int)fewer : splits;
+}
+
+SPLITKV_GENERATED_HOST_DEVICE inline int guard_unmeasured(int splits, long long ctas, int head_dim, int page_size,
+                                                          long long tokens) {
+  if (kWaveGuardMarginPercent < 0) return splits;
+  // The arithmetic first: it leaves most answers alone, and then the search is not needed.
+  const int guarded = wave_guard(splits, ctas, tokens, kSmCount * (head_dim <= 128 ? 2 : 1));
+  if (guarded == splits || measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas))
+    return splits;
+  return guarded;
+}
+
 SPLITKV_GENERATED_HOST_DEVICE inline int real_length_lookup(long long ctas, int head_dim, int max_seqlen,
                                                             int page_size) {
   const int x = cta_bucket(ctas) - kRealCtaBucketMin;
   const int y = clamp_index(log2_bucket(max_seqlen) - kRealLengthLog2Min, kRealLengthBuckets);
   const int splits = real_length_splits(head_dim_class(head_dim), layout_class(page_size), y,
                                         clamp_index(x, kRealCtaBuckets));
-  return cap_at_tiles(scale_below_edge(splits, -x, kRealMaxSplits), max_seqlen);
+  return guard_unmeasured(cap_at_tiles(scale_below_edge(splits, -x, kRealMaxSplits), max_seqlen), ctas,
+                          head_dim, page_size, max_seqlen);
 }
 
 SPLITKV_GENERATED_HOST_DEVICE inline int capacity_lookup(long long ctas, int head_dim, int cache_capacity,
@@ -184,7 +232,8 @@ SPLITKV_GENERATED_HOST_DEVICE inline int capacity_lookup(long long ctas, int hea
   const int y = clamp_index(log2_bucket(cache_capacity) - kCapacityLengthLog2Min, kCapacityLengthBuckets);
   const int splits = capacity_splits(head_dim_class(head_dim), layout_class(page_size), y,
                                      clamp_index(x, kCapacityCtaBuckets));
-  return cap_at_tiles(scale_below_edge(splits, -x, kCapacityMaxSplits), cache_capacity);
+  return guard_unmeasured(cap_at_tiles(scale_below_edge(splits, -x, kCapacityMaxSplits), cache_capacity), ctas,
+                          head_dim, page_size, cache_capacity);
 }
 
 SPLITKV_GENERATED_HOST_DEVICE constexpr long long ctas_before_splitting(int batch, int num_kv_heads) {

@@ -23,7 +23,9 @@
 //       midpoints) and layout class (contiguous, or paged);
 //   x and y beyond the table's edges clamp to the edge bucket, except that below the fewest
 //       CTAs measured the answer doubles per missing octave (same CTAs after splitting);
-//   the answer is capped at the 64-token tiles of the length (more splits hold no work).
+//   the answer is capped at the 64-token tiles of the length (more splits hold no work);
+//   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most
+//   splits that need one wave of resident CTAs fewer (kWaveGuardMarginPercent).
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
 // their nearest measured neighbour.
@@ -71,6 +73,7 @@ inline constexpr int kCapacityLengthBuckets = 4;
 inline constexpr int kCapacityMaxSplits = 128;       // most splits measured
 inline constexpr int kHeadDimClasses = 1;  // head_dim 128
 inline constexpr int kLayoutClasses = 1;   // contiguous
+inline constexpr int kWaveGuardMarginPercent = 10;  // < 0: no wave guard (heuristics/FIT.md)
 
 // floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
