@@ -298,10 +298,10 @@ int ParsedSplitTable::lookup(int batch, int num_kv_heads, int head_dim, int toke
   const int row = row_of[(std::size_t(hd_class) * layout_classes + layout) * length_buckets + y];
   const int cell = rows[std::size_t(row)][std::size_t(clamp_index(x, cta_buckets))];
   const int splits = scale_below_edge_and_cap(cell, octaves_below(-x, cta_buckets_per_octave), max_splits, tokens);
-  if (wave_guard_margin_percent < 0 || sm_count <= 0) return splits;
-  const auto& measured = measured_ctas[std::size_t(hd_class) * layout_classes + layout];
-  if (std::binary_search(measured.begin(), measured.end(), ctas)) return splits;
-  return wave_guard(splits, ctas, tokens, sm_count * resident_ctas_per_sm(head_dim), wave_guard_margin_percent);
+  if (measured_ctas.empty()) return splits;  // a header from before the guard
+  return guard_unmeasured_ctas(splits, ctas, tokens, head_dim,
+                               measured_ctas[std::size_t(hd_class) * layout_classes + layout], sm_count,
+                               wave_guard_margin_percent);
 }
 
 bool GeneratedHeader::is_table_line(int line) const {

@@ -112,12 +112,9 @@ int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, in
   if (waves < 2) return splits;
   // The most splits that fit one wave fewer, rounded down to the counts sweeps time (2^k and
   // 3 x 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...), so that every answer is a measured one.
-  std::int64_t fewer = (waves - 1) * slots / ctas;
-  if (fewer >= 1) {
-    std::int64_t power = 1;
-    while (power * 2 <= fewer) power *= 2;
-    fewer = power >= 2 && power + power / 2 <= fewer ? power + power / 2 : power;
-  }
+  const std::int64_t most = (waves - 1) * slots / ctas;  // < splits <= 256
+  const std::int64_t power = most < 1 ? 0 : std::int64_t(1) << floor_log2(static_cast<unsigned>(most));
+  const std::int64_t fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
   if (fewer < 1 || fewer >= splits) return splits;
   waves_and_cost(fewer, &fewer_cost);
   return fewer_cost * (100 + margin_percent) < cost * 100 ? int(fewer) : splits;
@@ -178,11 +175,18 @@ int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, in
   const int cell = splits[index(grid.head_dim_class(head_dim), grid.layout_class(page_size),
                                 grid.length_index(tokens), grid.cta_index(ctas))];
   const int splits = scale_below_edge_and_cap(cell, grid.octaves_below(ctas), max_splits, tokens);
-  if (sm_count <= 0 || wave_guard_margin_percent < 0) return splits;
-  const auto& measured = measured_ctas[std::size_t(grid.head_dim_class(head_dim)) * grid.layout_classes() +
-                                       grid.layout_class(page_size)];
-  if (std::binary_search(measured.begin(), measured.end(), ctas)) return splits;
-  return wave_guard(splits, ctas, tokens, sm_count * resident_ctas_per_sm(head_dim), wave_guard_margin_percent);
+  if (measured_ctas.empty()) return splits;
+  return guard_unmeasured_ctas(splits, ctas, tokens, head_dim,
+                               measured_ctas[std::size_t(grid.head_dim_class(head_dim)) * grid.layout_classes() +
+                                             grid.layout_class(page_size)],
+                               sm_count, wave_guard_margin_percent);
+}
+
+int guard_unmeasured_ctas(int splits, std::int64_t ctas, std::int64_t tokens, int head_dim,
+                          const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent) {
+  if (sm_count <= 0 || margin_percent < 0) return splits;
+  if (std::binary_search(measured_in_plane.begin(), measured_in_plane.end(), ctas)) return splits;
+  return wave_guard(splits, ctas, tokens, sm_count * resident_ctas_per_sm(head_dim), margin_percent);
 }
 
 int table_tokens(const MeasuredShape& shape, LengthAxis axis) {

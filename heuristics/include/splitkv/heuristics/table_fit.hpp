@@ -62,6 +62,12 @@ int resident_ctas_per_sm(int head_dim);
 // the generated header does the same arithmetic.
 int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent);
 
+// A lookup's last step (SplitTable::lookup and the parsed header's): the wave guard, unless the
+// plane measured this exact CTA count (`measured_in_plane`, ascending), sm_count is 0 or the
+// margin < 0. What the generated header's guard_unmeasured computes.
+int guard_unmeasured_ctas(int splits, std::int64_t ctas, std::int64_t tokens, int head_dim,
+                          const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent);
+
 enum class LengthAxis { real_length, capacity };
 std::string_view to_string(LengthAxis axis);
 
