@@ -4,6 +4,7 @@
 // to tell a malformed, foreign or hand-edited header from a stale one.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
