@@ -191,26 +191,42 @@ SPLITKV_GENERATED_HOST_DEVICE inline bool measured_ctas(int plane, long long cta
 // When the splits spill the CTAs into one more wave of resident slots than needed, and the most
 // splits with one wave fewer (rounded down to the counts sweeps time) cost less, in waves x
 // 64-token tiles per split, by more than the margin: that count (heuristics/FIT.md, "Wave guard").
-SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long ctas, long long tokens, int slots) {
-  if (splits <= 1 || ctas < 1 || ctas * splits <= slots) return splits;  // one wave: nothing to guard
+// In 32-bit unsigned arithmetic when every value fits (CTA counts up to 2^20, splits up to 2^11:
+// then no product exceeds 2^31), else 64-bit: the same answers, and 64-bit divisions cost the
+// host several times more. The slots are a constant, so dividing by them is a multiplication.
+template <typename Int, Int slots>
+SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard_in(int splits, Int ctas, Int tiles) {
+  const Int per = (tiles + Int(splits) - 1) / Int(splits);
+  const Int waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;
+  const Int most = (waves - 1) * slots / ctas;  // rounded down to 2^k or 3 x 2^(k-1)
+  const Int power = most < 1 ? 0 : (Int(1) << floor_log2(most));
+  const Int fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
+  if (waves < 2 || fewer < 1 || fewer >= Int(splits)) return splits;
+  const Int fewer_per = (tiles + fewer - 1) / fewer;
+  const Int fewer_waves = (ctas * ((tiles + fewer_per - 1) / fewer_per) + slots - 1) / slots;
+  return (unsigned long long)fewer_waves * fewer_per * (100 + kWaveGuardMarginPercent) <
+                 (unsigned long long)waves * per * 100
+             ? (int)fewer
+             : splits;
+}
+
+template <int kSlots>
+SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long ctas, long long tokens) {
+  if (splits <= 1 || ctas < 1 || ctas * splits <= kSlots) return splits;  // one wave: nothing to guard
   const long long tiles = tokens <= 0 ? 0 : (tokens + 63) / 64;
   if (tiles < 1) return splits;
-  const long long per = (tiles + splits - 1) / splits;
-  const long long waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;
-  const long long most = (waves - 1) * slots / ctas;  // rounded down to 2^k or 3 x 2^(k-1)
-  const long long power = most < 1 ? 0 : (1LL << floor_log2((unsigned long long)most));
-  const long long fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
-  if (waves < 2 || fewer < 1 || fewer >= splits) return splits;
-  const long long fewer_per = (tiles + fewer - 1) / fewer;
-  const long long fewer_waves = (ctas * ((tiles + fewer_per - 1) / fewer_per) + slots - 1) / slots;
-  return fewer_waves * fewer_per * (100 + kWaveGuardMarginPercent) < waves * per * 100 ? (int)fewer : splits;
+  return ctas <= (1LL << 20) && splits <= (1 << 11)
+             ? wave_guard_in<unsigned, unsigned(kSlots)>(splits, (unsigned)ctas, (unsigned)tiles)
+             : wave_guard_in<unsigned long long, (unsigned long long)kSlots>(splits, (unsigned long long)ctas,
+                                                                        (unsigned long long)tiles);
 }
 
 SPLITKV_GENERATED_HOST_DEVICE inline int guard_unmeasured(int splits, long long ctas, int head_dim, int page_size,
                                                           long long tokens) {
   if (kWaveGuardMarginPercent < 0) return splits;
   // The arithmetic first: it leaves most answers alone, and then the search is not needed.
-  const int guarded = wave_guard(splits, ctas, tokens, kSmCount * (head_dim <= 128 ? 2 : 1));
+  const int guarded = head_dim <= 128 ? wave_guard<2 * kSmCount>(splits, ctas, tokens)  // resident CTAs per SM
+                                      : wave_guard<kSmCount>(splits, ctas, tokens);
   if (guarded == splits || measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas))
     return splits;
   return guarded;
