@@ -301,7 +301,7 @@ int ParsedSplitTable::lookup(int batch, int num_kv_heads, int head_dim, int toke
   if (measured_ctas.empty()) return splits;  // a header from before the guard
   return guard_unmeasured_ctas(splits, ctas, tokens, head_dim,
                                measured_ctas[std::size_t(hd_class) * layout_classes + layout], sm_count,
-                               wave_guard_margin_percent);
+                               wave_guard_margin_percent, max_splits);
 }
 
 bool GeneratedHeader::is_table_line(int line) const {

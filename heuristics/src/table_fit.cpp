@@ -95,8 +95,8 @@ int geometric_midpoint(int a, int b) {
 
 int resident_ctas_per_sm(int head_dim) { return head_dim <= 128 ? 2 : 1; }
 
-int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent) {
-  if (splits <= 1 || ctas < 1 || slots < 1 || margin_percent < 0 || ctas * splits <= slots) return splits;
+int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent, int max_splits) {
+  if (splits < 1 || ctas < 1 || slots < 1 || margin_percent < 0) return splits;
   const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
   if (tiles < 1) return splits;
   // Waves of the splits that hold work, and their cost: waves x tiles per split.
@@ -107,17 +107,41 @@ int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, in
     *cost = waves * per;
     return waves;
   };
-  std::int64_t cost = 0, fewer_cost = 0;
+  auto cheaper = [&](std::int64_t candidate_cost, std::int64_t cost) {
+    return candidate_cost * (100 + margin_percent) < cost * 100;
+  };
+  std::int64_t cost = 0;
   const std::int64_t waves = waves_and_cost(splits, &cost);
-  if (waves < 2) return splits;
-  // The most splits that fit one wave fewer, rounded down to the counts sweeps time (2^k and
-  // 3 x 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...), so that every answer is a measured one.
-  const std::int64_t most = (waves - 1) * slots / ctas;  // < splits <= 256
-  const std::int64_t power = most < 1 ? 0 : std::int64_t(1) << floor_log2(static_cast<unsigned>(most));
-  const std::int64_t fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
-  if (fewer < 1 || fewer >= splits) return splits;
-  waves_and_cost(fewer, &fewer_cost);
-  return fewer_cost * (100 + margin_percent) < cost * 100 ? int(fewer) : splits;
+  // No count costs less than the work spread evenly, ctas x tiles / slots: when `splits` is within
+  // the margin of that, nothing can beat it by more.
+  if (!cheaper(ctas * tiles, cost * slots)) return splits;
+  if (waves >= 2) {
+    // The most splits that fit one wave fewer, rounded down to the counts sweeps time (2^k and
+    // 3 x 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...), so that every answer is a measured one.
+    const std::int64_t most = (waves - 1) * slots / ctas;  // < splits
+    const std::int64_t power = most < 1 ? 0 : std::int64_t(1) << floor_log2(static_cast<unsigned>(most));
+    const std::int64_t fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
+    std::int64_t fewer_cost = 0;
+    if (fewer >= 1 && fewer < splits) {
+      waves_and_cost(fewer, &fewer_cost);
+      if (cheaper(fewer_cost, cost)) return int(fewer);
+    }
+  }
+  // More splits, on the same ladder: a last wave that the count leaves poorly filled.
+  std::int64_t best = splits, best_cost = cost;
+  const std::int64_t reach = std::min<std::int64_t>(std::int64_t(splits) * kWaveGuardMoreFactor, max_splits);
+  for (std::int64_t power = std::int64_t(1) << floor_log2(static_cast<unsigned>(splits)); power <= reach; power *= 2) {
+    for (const std::int64_t candidate : {power, power + power / 2}) {
+      if (candidate <= splits || candidate > reach || tiles <= (kWaveGuardMinTilesPerSplit - 1) * candidate) continue;
+      std::int64_t candidate_cost = 0;
+      waves_and_cost(candidate, &candidate_cost);
+      if (cheaper(candidate_cost, cost) && candidate_cost < best_cost) {
+        best = candidate;
+        best_cost = candidate_cost;
+      }
+    }
+  }
+  return int(best);
 }
 
 std::string_view to_string(LengthAxis axis) {
@@ -179,14 +203,15 @@ int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, in
   return guard_unmeasured_ctas(splits, ctas, tokens, head_dim,
                                measured_ctas[std::size_t(grid.head_dim_class(head_dim)) * grid.layout_classes() +
                                              grid.layout_class(page_size)],
-                               sm_count, wave_guard_margin_percent);
+                               sm_count, wave_guard_margin_percent, max_splits);
 }
 
 int guard_unmeasured_ctas(int splits, std::int64_t ctas, std::int64_t tokens, int head_dim,
-                          const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent) {
+                          const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent,
+                          int max_splits) {
   if (sm_count <= 0 || margin_percent < 0) return splits;
   if (std::binary_search(measured_in_plane.begin(), measured_in_plane.end(), ctas)) return splits;
-  return wave_guard(splits, ctas, tokens, sm_count * resident_ctas_per_sm(head_dim), margin_percent);
+  return wave_guard(splits, ctas, tokens, sm_count * resident_ctas_per_sm(head_dim), margin_percent, max_splits);
 }
 
 int table_tokens(const MeasuredShape& shape, LengthAxis axis) {

@@ -281,5 +281,46 @@ TEST(FitHeuristic, ReportsWhatAPerDtypeTableWouldGain) {
   EXPECT_DOUBLE_EQ(fit.notes.dtype_checks[1].geomean_own_table, 1.0);
 }
 
+// The wave guard by hand (heuristics/FIT.md, "Wave guard"): cost = waves of 264 slots (132 SMs x 2)
+// x 64-token tiles per split, for the splits that hold work.
+TEST(WaveGuard, FewerSplitsWhenTheLastWaveIsNearlyEmpty) {
+  // 96 CTAs x 3 splits of 128 tiles: 43 tiles each, 288 CTAs, 2 waves: 86. The most splits with
+  // one wave: 264 / 96 = 2 (on the ladder): 64 tiles, 192 CTAs, 1 wave: 64, and 64 x 1.1 < 86.
+  EXPECT_EQ(wave_guard(3, 96, 8192, 264, 10, 128), 2);
+  // At 30% still (64 x 1.3 = 83.2 < 86); at 40% no longer, and the search upward finds 8 splits
+  // (16 tiles, 768 CTAs, 3 waves: 48, and 48 x 1.4 < 86); at 80% nothing is cheaper enough.
+  EXPECT_EQ(wave_guard(3, 96, 8192, 264, 30, 128), 2);
+  EXPECT_EQ(wave_guard(3, 96, 8192, 264, 40, 128), 8);
+  EXPECT_EQ(wave_guard(3, 96, 8192, 264, 80, 128), 3);
+}
+
+TEST(WaveGuard, MoreSplitsWhenTheLastWaveIsPoorlyFilled) {
+  // 96 CTAs x 2 splits of 313 tiles: 157 tiles, 192 CTAs, 1 wave: 157. Candidates 3 (105 tiles,
+  // 2 waves: 210), 4 (79, 2: 158), 6 (53, 3: 159), 8 (40 tiles, 768 CTAs, 3 waves: 120): 8.
+  EXPECT_EQ(wave_guard(2, 96, 20000, 264, 10, 128), 8);
+  // 94 tiles: 8 splits would leave 12 tiles each (< 16) and are not asked; 4 and 6 cost 48
+  // against 47: the table stands.
+  EXPECT_EQ(wave_guard(2, 96, 6000, 264, 10, 128), 2);
+  // 24 CTAs x 16 splits of 782 tiles: 49 tiles, 384 CTAs, 2 waves: 98; one wave fewer (8: 98)
+  // is no cheaper; above, 24 (33 tiles, 3 waves: 99), 32 (25, 3: 75), 48 (17, 5: 85), 64 (13
+  // tiles: not asked): 32. At most the table's most splits: 24 is not cheaper, so 16.
+  EXPECT_EQ(wave_guard(16, 24, 50000, 264, 10, 128), 32);
+  EXPECT_EQ(wave_guard(16, 24, 50000, 264, 10, 24), 16);
+  // At most kWaveGuardMoreFactor times the table's count: from 4 (196 tiles, 1 wave: 196) the
+  // search stops at 16, and 8 and 16 both cost 98: the first found, 8.
+  EXPECT_EQ(wave_guard(4, 24, 50000, 264, 10, 128), 8);
+}
+
+TEST(WaveGuard, OnlyWhereThePlaneNeverMeasuredTheCtaCount) {
+  const std::vector<std::int64_t> measured = {48, 88, 104};
+  EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 128, measured, 132, 10, 128), 8);
+  EXPECT_EQ(guard_unmeasured_ctas(2, 104, 20000, 128, measured, 132, 10, 128), 2);  // measured: stands
+  EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 128, measured, 0, 10, 128), 2);     // no SM count
+  EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 128, measured, 132, -1, 128), 2);   // guard off
+  // head_dim 256: one resident CTA per SM, 132 slots: 2 splits are 1.45 waves, and 4 (79 tiles,
+  // 384 CTAs, 3 waves: 237) is no cheaper than 2 waves x 157 = 314 by... it is: 237 x 1.1 < 314.
+  EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 256, measured, 132, 10, 128), 4);
+}
+
 }  // namespace
 }  // namespace splitkv::heuristics

@@ -56,17 +56,27 @@ int geometric_midpoint(int a, int b);
 // Resident CTAs per SM of our decode kernel (kernels/NOTES.md: 2 up to head_dim 128, 1 at 256).
 int resident_ctas_per_sm(int head_dim);
 
-// The wave guard (heuristics/FIT.md, "Wave guard"): when `splits` spills `ctas` into one more
-// wave of `slots` resident CTAs than needed, and the count with one wave fewer is cheaper by more
-// than `margin_percent` in waves x 64-token tiles per split, that count instead. Integer-exact;
-// the generated header does the same arithmetic.
-int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent);
+// How far the wave guard looks above the table's count: at most this many times as many splits,
+// and only counts that leave every split more than this many 64-token tiles less one (each extra
+// split's combine traffic and epilogue must stay small against its tiles). Chosen by
+// cross-validation (heuristics/FIT.md, "Wave guard"); the generated header holds the same values.
+inline constexpr int kWaveGuardMoreFactor = 4;
+inline constexpr int kWaveGuardMinTilesPerSplit = 16;
+
+// The wave guard (heuristics/FIT.md, "Wave guard"), in waves of `slots` resident CTAs x 64-token
+// tiles per split: when `splits` spills `ctas` into one more wave than needed and the count with
+// one wave fewer is cheaper by more than `margin_percent`, that count; else the cheapest timed
+// count above `splits` (2^k and 3 x 2^(k-1), up to kWaveGuardMoreFactor times and `max_splits`,
+// with kWaveGuardMinTilesPerSplit tiles per split), when cheaper by more than the margin; else
+// `splits`. Integer-exact; the generated header does the same arithmetic.
+int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent, int max_splits);
 
 // A lookup's last step (SplitTable::lookup and the parsed header's): the wave guard, unless the
 // plane measured this exact CTA count (`measured_in_plane`, ascending), sm_count is 0 or the
 // margin < 0. What the generated header's guard_unmeasured computes.
 int guard_unmeasured_ctas(int splits, std::int64_t ctas, std::int64_t tokens, int head_dim,
-                          const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent);
+                          const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent,
+                          int max_splits);
 
 enum class LengthAxis { real_length, capacity };
 std::string_view to_string(LengthAxis axis);

@@ -74,6 +74,8 @@ inline constexpr int kCapacityMaxSplits = 128;       // most splits measured
 inline constexpr int kHeadDimClasses = 1;  // head_dim 128
 inline constexpr int kLayoutClasses = 1;   // contiguous
 inline constexpr int kWaveGuardMarginPercent = 10;  // < 0: no wave guard (heuristics/FIT.md)
+inline constexpr int kWaveGuardMoreFactor = 4;  // the guard asks up to this many times the splits
+inline constexpr int kWaveGuardMinTilesPerSplit = 16;  // ... keeping this many 64-token tiles each
 
 // floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {

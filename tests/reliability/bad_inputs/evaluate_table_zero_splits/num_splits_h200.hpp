@@ -74,6 +74,8 @@ inline constexpr int kCapacityMaxSplits = 128;       // most splits measured
 inline constexpr int kHeadDimClasses = 1;  // head_dim 128
 inline constexpr int kLayoutClasses = 1;   // contiguous
 inline constexpr int kWaveGuardMarginPercent = 10;  // < 0: no wave guard (heuristics/FIT.md)
+inline constexpr int kWaveGuardMoreFactor = 4;  // the guard asks up to this many times the splits
+inline constexpr int kWaveGuardMinTilesPerSplit = 16;  // ... keeping this many 64-token tiles each
 
 // floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
@@ -188,45 +190,77 @@ SPLITKV_GENERATED_HOST_DEVICE inline bool measured_ctas(int plane, long long cta
   return false;
 }
 
-// When the splits spill the CTAs into one more wave of resident slots than needed, and the most
-// splits with one wave fewer (rounded down to the counts sweeps time) cost less, in waves x
-// 64-token tiles per split, by more than the margin: that count (heuristics/FIT.md, "Wave guard").
-// In 32-bit unsigned arithmetic when every value fits (CTA counts up to 2^20, splits up to 2^11:
-// then no product exceeds 2^31), else 64-bit: the same answers, and 64-bit divisions cost the
-// host several times more. The slots are a constant, so dividing by them is a multiplication.
+// Waves of `slots` resident CTAs that the splits holding work fill, times 64-token tiles per split.
 template <typename Int, Int slots>
-SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard_in(int splits, Int ctas, Int tiles) {
-  const Int per = (tiles + Int(splits) - 1) / Int(splits);
-  const Int waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;
-  const Int most = (waves - 1) * slots / ctas;  // rounded down to 2^k or 3 x 2^(k-1)
-  const Int power = most < 1 ? 0 : (Int(1) << floor_log2(most));
-  const Int fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
-  if (waves < 2 || fewer < 1 || fewer >= Int(splits)) return splits;
-  const Int fewer_per = (tiles + fewer - 1) / fewer;
-  const Int fewer_waves = (ctas * ((tiles + fewer_per - 1) / fewer_per) + slots - 1) / slots;
-  return (unsigned long long)fewer_waves * fewer_per * (100 + kWaveGuardMarginPercent) <
-                 (unsigned long long)waves * per * 100
-             ? (int)fewer
-             : splits;
+SPLITKV_GENERATED_HOST_DEVICE constexpr Int wave_cost(Int count, Int ctas, Int tiles, Int& waves) {
+  const Int per = (tiles + count - 1) / count;
+  waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;
+  return waves * per;
+}
+
+// The wave guard (heuristics/FIT.md, "Wave guard"), in waves x tiles per split: when the splits
+// spill the CTAs into one more wave than needed and the most splits with one wave fewer (rounded
+// down to the counts sweeps time, 2^k and 3 x 2^(k-1)) cost less by more than the margin, those;
+// else the cheapest timed count above (up to kWaveGuardMoreFactor times and max_splits, keeping
+// kWaveGuardMinTilesPerSplit tiles per split) when it costs less by more than the margin.
+// In 32-bit unsigned arithmetic when every value fits (CTA counts up to 2^20, splits up to 2^9,
+// max_splits up to 2^11: no product exceeds 2^31), else 64-bit: the same answers, and 64-bit
+// divisions cost the host several times more. The slots are a constant, so dividing by them is
+// a multiplication.
+SPLITKV_GENERATED_HOST_DEVICE constexpr bool cheaper(unsigned long long candidate_cost, unsigned long long cost) {
+  return candidate_cost * (100 + kWaveGuardMarginPercent) < cost * 100;
+}
+
+template <typename Int, Int slots>
+SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard_in(int splits, Int ctas, Int tiles, int max_splits) {
+  Int waves = 0, other_waves = 0;
+  const Int cost = wave_cost<Int, slots>(Int(splits), ctas, tiles, waves);
+  // No count costs less than the work spread evenly, ctas x tiles / slots: when `splits` is within
+  // the margin of that, nothing can beat it by more (an exact bound: the answer is the same).
+  if (!cheaper((unsigned long long)ctas * tiles, (unsigned long long)cost * slots)) return splits;
+  if (waves >= 2) {
+    const Int most = (waves - 1) * slots / ctas;
+    const Int power = most < 1 ? 0 : (Int(1) << floor_log2(most));
+    const Int fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
+    if (fewer >= 1 && fewer < Int(splits) && cheaper(wave_cost<Int, slots>(fewer, ctas, tiles, other_waves), cost))
+      return (int)fewer;
+  }
+  int best = splits;
+  Int best_cost = cost;
+  const Int reach = Int(splits * kWaveGuardMoreFactor < max_splits ? splits * kWaveGuardMoreFactor : max_splits);
+  for (Int power = Int(1) << floor_log2(Int(splits)); power <= reach; power *= 2) {
+    for (int half = 0; half < 2; ++half) {
+      const Int candidate = power + (half ? power / 2 : 0);
+      if (candidate <= Int(splits) || candidate > reach || tiles <= Int(kWaveGuardMinTilesPerSplit - 1) * candidate)
+        continue;
+      const Int candidate_cost = wave_cost<Int, slots>(candidate, ctas, tiles, other_waves);
+      if (cheaper(candidate_cost, cost) && candidate_cost < best_cost) {
+        best = (int)candidate;
+        best_cost = candidate_cost;
+      }
+    }
+  }
+  return best;
 }
 
 template <int kSlots>
-SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long ctas, long long tokens) {
-  if (splits <= 1 || ctas < 1 || ctas * splits <= kSlots) return splits;  // one wave: nothing to guard
+SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long ctas, long long tokens, int max_splits) {
   const long long tiles = tokens <= 0 ? 0 : (tokens + 63) / 64;
-  if (tiles < 1) return splits;
-  return ctas <= (1LL << 20) && splits <= (1 << 11)
-             ? wave_guard_in<unsigned, unsigned(kSlots)>(splits, (unsigned)ctas, (unsigned)tiles)
-             : wave_guard_in<unsigned long long, (unsigned long long)kSlots>(splits, (unsigned long long)ctas,
-                                                                        (unsigned long long)tiles);
+  if (splits < 1 || ctas < 1 || tiles < 1) return splits;
+  // One wave, and too few tiles for more splits: nothing to guard (most lookups end here).
+  if (ctas * splits <= kSlots && tiles <= (long long)(kWaveGuardMinTilesPerSplit - 1) * (splits + 1)) return splits;
+  return ctas <= (1LL << 20) && splits <= (1 << 9) && max_splits <= (1 << 11)
+             ? wave_guard_in<unsigned, unsigned(kSlots)>(splits, (unsigned)ctas, (unsigned)tiles, max_splits)
+             : wave_guard_in<unsigned long long, (unsigned long long)kSlots>(
+                   splits, (unsigned long long)ctas, (unsigned long long)tiles, max_splits);
 }
 
 SPLITKV_GENERATED_HOST_DEVICE inline int guard_unmeasured(int splits, long long ctas, int head_dim, int page_size,
-                                                          long long tokens) {
+                                                          long long tokens, int max_splits) {
   if (kWaveGuardMarginPercent < 0) return splits;
   // The arithmetic first: it leaves most answers alone, and then the search is not needed.
-  const int guarded = head_dim <= 128 ? wave_guard<2 * kSmCount>(splits, ctas, tokens)  // resident CTAs per SM
-                                      : wave_guard<kSmCount>(splits, ctas, tokens);
+  const int guarded = head_dim <= 128 ? wave_guard<2 * kSmCount>(splits, ctas, tokens, max_splits)  // CTAs per SM
+                                      : wave_guard<kSmCount>(splits, ctas, tokens, max_splits);
   if (guarded == splits || measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas))
     return splits;
   return guarded;
@@ -239,7 +273,7 @@ SPLITKV_GENERATED_HOST_DEVICE inline int real_length_lookup(long long ctas, int 
   const int splits = real_length_splits(head_dim_class(head_dim), layout_class(page_size), y,
                                         clamp_index(x, kRealCtaBuckets));
   return guard_unmeasured(cap_at_tiles(scale_below_edge(splits, -x, kRealMaxSplits), max_seqlen), ctas,
-                          head_dim, page_size, max_seqlen);
+                          head_dim, page_size, max_seqlen, kRealMaxSplits);
 }
 
 SPLITKV_GENERATED_HOST_DEVICE inline int capacity_lookup(long long ctas, int head_dim, int cache_capacity,
@@ -249,7 +283,7 @@ SPLITKV_GENERATED_HOST_DEVICE inline int capacity_lookup(long long ctas, int hea
   const int splits = capacity_splits(head_dim_class(head_dim), layout_class(page_size), y,
                                      clamp_index(x, kCapacityCtaBuckets));
   return guard_unmeasured(cap_at_tiles(scale_below_edge(splits, -x, kCapacityMaxSplits), cache_capacity), ctas,
-                          head_dim, page_size, cache_capacity);
+                          head_dim, page_size, cache_capacity, kCapacityMaxSplits);
 }
 
 SPLITKV_GENERATED_HOST_DEVICE constexpr long long ctas_before_splitting(int batch, int num_kv_heads) {
