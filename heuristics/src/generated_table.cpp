@@ -9,6 +9,7 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -240,6 +241,13 @@ class HeaderParser {
   void read_wave_guard(GeneratedHeader& h) const {
     if (line_of("kWaveGuardMarginPercent") == 0) return;
     const int margin = int_constant("kWaveGuardMarginPercent");
+    // The guard's reach upward is this build's rule (guard_unmeasured_ctas), not data: a header that
+    // states another would be answered with this one's, so it is refused instead.
+    for (const auto& [name, value] : {std::pair<const char*, int>{"kWaveGuardMoreFactor", kWaveGuardMoreFactor},
+                                      {"kWaveGuardMinTilesPerSplit", kWaveGuardMinTilesPerSplit}}) {
+      if (line_of(name) != 0 && int_constant(name) != value)
+        fail(line_of(name), fmt::format("{} {} differs from this build's wave guard ({})", name, int_constant(name), value));
+    }
     static const std::regex decl(R"(^  static constexpr int kMeasuredCtas\[(\d+)\]\[(\d+)\] = \{$)");
     std::smatch m;
     const int at = find("kMeasuredCtas[", 0);

@@ -109,6 +109,9 @@ TEST(GeneratedTable, MalformedHeadersAreInputErrorsNamingFileLineAndReason) {
   EXPECT_TRUE(contains(error_for(edited_header(line_containing("kRealCtaBuckets"),
                                                "inline constexpr int kRealCtaBuckets = 0;")),
                        "kRealCtaBuckets = 0 is out of range"));
+  const int more = line_containing("kWaveGuardMoreFactor =");
+  EXPECT_TRUE(contains(error_for(edited_header(more, "inline constexpr int kWaveGuardMoreFactor = 8;")),
+                       fmt::format("h.hpp:{}: kWaveGuardMoreFactor 8 differs from this build's wave guard (4)", more)));
 }
 
 TEST(GeneratedTable, GpuNamesSelectTheCompiledInTable) {

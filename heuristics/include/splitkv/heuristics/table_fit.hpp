@@ -157,9 +157,10 @@ struct FitOptions {
   // mean log ratio. 0.25: the lowest leave-one-CTA-count-out and leave-one-batch-out regret of
   // {0, 0.25, 0.5, 0.75, 1} on the H200 data (heuristics/FIT.md, "Wave-aware cells").
   double wave_mix = 0.25;
-  // The wave guard's margin at unmeasured CTA counts, in percent; < 0 turns it off. 10: equal
-  // in sample and leaving one length out, better leaving one batch (-0.07%) and one CTA count
-  // (-0.37%) out than without it (heuristics/FIT.md, "Wave guard").
+  // The wave guard's margin at unmeasured CTA counts, in percent, for fewer splits and for more
+  // (kWaveGuardMoreFactor); < 0 turns it off. 10: chosen by cross-validation, equal in sample and
+  // leaving one length out, better leaving one batch and one CTA count out than without it
+  // (heuristics/FIT.md, "Wave guard" and "Upward too").
   int wave_guard_margin_percent = 10;
   // Fit per-dtype tables only to report what they would gain (FitNotes::dtype_checks).
   bool diagnose_dtypes = true;

@@ -25,7 +25,8 @@
 //       CTAs measured the answer doubles per missing octave (same CTAs after splitting);
 //   the answer is capped at the 64-token tiles of the length (more splits hold no work);
 //   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most
-//   splits that need one wave of resident CTAs fewer (kWaveGuardMarginPercent).
+//   splits that need one wave of resident CTAs fewer, or raise it (up to kWaveGuardMoreFactor
+//   times) where that fills the last wave better (kWaveGuardMarginPercent).
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
 // their nearest measured neighbour.
