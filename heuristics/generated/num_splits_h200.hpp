@@ -26,7 +26,8 @@
 //   the answer is capped at the 64-token tiles of the length (more splits hold no work);
 //   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most
 //   splits that need one wave of resident CTAs fewer, or raise it (up to kWaveGuardMoreFactor
-//   times) where that fills the last wave better (kWaveGuardMarginPercent).
+//   times) where that fills the last wave better (kWaveGuardMarginPercent), counting each
+//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles.
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
 // their nearest measured neighbour.
@@ -74,9 +75,10 @@ inline constexpr int kCapacityLengthBuckets = 11;
 inline constexpr int kCapacityMaxSplits = 128;       // most splits measured
 inline constexpr int kHeadDimClasses = 3;  // head_dim 64, 128, 256
 inline constexpr int kLayoutClasses = 2;   // contiguous; paged (every page size; fitted on 16, 64)
-inline constexpr int kWaveGuardMarginPercent = 10;  // < 0: no wave guard (heuristics/FIT.md)
+inline constexpr int kWaveGuardMarginPercent = 5;  // < 0: no wave guard (heuristics/FIT.md)
 inline constexpr int kWaveGuardMoreFactor = 4;  // the guard asks up to this many times the splits
 inline constexpr int kWaveGuardMinTilesPerSplit = 16;  // ... keeping this many 64-token tiles each
+inline constexpr int kWaveGuardWaveOverheadTiles = 4;  // a wave's cost beyond its tiles, in tiles
 
 // floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
@@ -349,15 +351,16 @@ SPLITKV_GENERATED_HOST_DEVICE inline bool measured_ctas(int plane, long long cta
   return false;
 }
 
-// Waves of `slots` resident CTAs that the splits holding work fill, times 64-token tiles per split.
+// Waves of `slots` resident CTAs that the splits holding work fill, times (64-token tiles per split
+// + kWaveGuardWaveOverheadTiles, what a wave costs beyond its tiles).
 template <typename Int, Int slots>
 SPLITKV_GENERATED_HOST_DEVICE constexpr Int wave_cost(Int count, Int ctas, Int tiles, Int& waves) {
   const Int per = (tiles + count - 1) / count;
   waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;
-  return waves * per;
+  return waves * (per + Int(kWaveGuardWaveOverheadTiles));
 }
 
-// The wave guard (heuristics/FIT.md, "Wave guard"), in waves x tiles per split: when the splits
+// The wave guard (heuristics/FIT.md, "Wave guard"), in wave_cost: when the splits
 // spill the CTAs into one more wave than needed and the most splits with one wave fewer (rounded
 // down to the counts sweeps time, 2^k and 3 x 2^(k-1)) cost less by more than the margin, those;
 // else the cheapest timed count above (up to kWaveGuardMoreFactor times and max_splits, keeping
@@ -374,9 +377,12 @@ template <typename Int, Int slots>
 SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard_in(int splits, Int ctas, Int tiles, int max_splits) {
   Int waves = 0, other_waves = 0;
   const Int cost = wave_cost<Int, slots>(Int(splits), ctas, tiles, waves);
-  // No count costs less than the work spread evenly, ctas x tiles / slots: when `splits` is within
-  // the margin of that, nothing can beat it by more (an exact bound: the answer is the same).
-  if (!cheaper((unsigned long long)ctas * tiles, (unsigned long long)cost * slots)) return splits;
+  // No count costs less than the work spread evenly over one wave or more, ctas x tiles / slots +
+  // one wave's overhead: when `splits` is within the margin of that, nothing can beat it by more
+  // (an exact bound: the answer is the same).
+  if (!cheaper((unsigned long long)ctas * tiles + (unsigned long long)kWaveGuardWaveOverheadTiles * slots,
+               (unsigned long long)cost * slots))
+    return splits;
   if (waves >= 2) {
     const Int most = (waves - 1) * slots / ctas;
     const Int power = most < 1 ? 0 : (Int(1) << floor_log2(most));

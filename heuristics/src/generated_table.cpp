@@ -244,8 +244,12 @@ class HeaderParser {
     // The guard's reach upward is this build's rule (guard_unmeasured_ctas), not data: a header that
     // states another would be answered with this one's, so it is refused instead.
     for (const auto& [name, value] : {std::pair<const char*, int>{"kWaveGuardMoreFactor", kWaveGuardMoreFactor},
-                                      {"kWaveGuardMinTilesPerSplit", kWaveGuardMinTilesPerSplit}}) {
-      if (line_of(name) != 0 && int_constant(name) != value)
+                                      {"kWaveGuardMinTilesPerSplit", kWaveGuardMinTilesPerSplit},
+                                      {"kWaveGuardWaveOverheadTiles", kWaveGuardWaveOverheadTiles}}) {
+      if (line_of(name) == 0)
+        fail(line_of("kWaveGuardMarginPercent"),
+             fmt::format("{} missing: the header predates this build's wave guard; regenerate it with splitkv fit", name));
+      if (int_constant(name) != value)
         fail(line_of(name), fmt::format("{} {} differs from this build's wave guard ({})", name, int_constant(name), value));
     }
     static const std::regex decl(R"(^  static constexpr int kMeasuredCtas\[(\d+)\]\[(\d+)\] = \{$)");

@@ -93,15 +93,16 @@ std::string emit_measured_ctas(const SplitTable& table) {
       "  return false;\n"
       "}}\n"
       "\n"
-      "// Waves of `slots` resident CTAs that the splits holding work fill, times 64-token tiles per split.\n"
+      "// Waves of `slots` resident CTAs that the splits holding work fill, times (64-token tiles per split\n"
+      "// + kWaveGuardWaveOverheadTiles, what a wave costs beyond its tiles).\n"
       "template <typename Int, Int slots>\n"
       "SPLITKV_GENERATED_HOST_DEVICE constexpr Int wave_cost(Int count, Int ctas, Int tiles, Int& waves) {{\n"
       "  const Int per = (tiles + count - 1) / count;\n"
       "  waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;\n"
-      "  return waves * per;\n"
+      "  return waves * (per + Int(kWaveGuardWaveOverheadTiles));\n"
       "}}\n"
       "\n"
-      "// The wave guard (heuristics/FIT.md, \"Wave guard\"), in waves x tiles per split: when the splits\n"
+      "// The wave guard (heuristics/FIT.md, \"Wave guard\"), in wave_cost: when the splits\n"
       "// spill the CTAs into one more wave than needed and the most splits with one wave fewer (rounded\n"
       "// down to the counts sweeps time, 2^k and 3 x 2^(k-1)) cost less by more than the margin, those;\n"
       "// else the cheapest timed count above (up to kWaveGuardMoreFactor times and max_splits, keeping\n"
@@ -118,9 +119,12 @@ std::string emit_measured_ctas(const SplitTable& table) {
       "SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard_in(int splits, Int ctas, Int tiles, int max_splits) {{\n"
       "  Int waves = 0, other_waves = 0;\n"
       "  const Int cost = wave_cost<Int, slots>(Int(splits), ctas, tiles, waves);\n"
-      "  // No count costs less than the work spread evenly, ctas x tiles / slots: when `splits` is within\n"
-      "  // the margin of that, nothing can beat it by more (an exact bound: the answer is the same).\n"
-      "  if (!cheaper((unsigned long long)ctas * tiles, (unsigned long long)cost * slots)) return splits;\n"
+      "  // No count costs less than the work spread evenly over one wave or more, ctas x tiles / slots +\n"
+      "  // one wave's overhead: when `splits` is within the margin of that, nothing can beat it by more\n"
+      "  // (an exact bound: the answer is the same).\n"
+      "  if (!cheaper((unsigned long long)ctas * tiles + (unsigned long long)kWaveGuardWaveOverheadTiles * slots,\n"
+      "               (unsigned long long)cost * slots))\n"
+      "    return splits;\n"
       "  if (waves >= 2) {{\n"
       "    const Int most = (waves - 1) * slots / ctas;\n"
       "    const Int power = most < 1 ? 0 : (Int(1) << floor_log2(most));\n"
@@ -360,7 +364,8 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "//   the answer is capped at the 64-token tiles of the length (more splits hold no work);\n"
       "//   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most\n"
       "//   splits that need one wave of resident CTAs fewer, or raise it (up to kWaveGuardMoreFactor\n"
-      "//   times) where that fills the last wave better (kWaveGuardMarginPercent).\n"
+      "//   times) where that fills the last wave better (kWaveGuardMarginPercent), counting each\n"
+      "//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles.\n"
       "// Each cell holds the split count with the lowest geometric-mean time over the measured\n"
       "// shapes in that cell (relative to each shape's fastest); cells no shape fell in copy\n"
       "// their nearest measured neighbour.\n"
@@ -435,8 +440,10 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
                      guard_margin);
   out += fmt::format("inline constexpr int kWaveGuardMoreFactor = {};  // the guard asks up to this many times the splits\n",
                      kWaveGuardMoreFactor);
-  out += fmt::format("inline constexpr int kWaveGuardMinTilesPerSplit = {};  // ... keeping this many 64-token tiles each\n\n",
+  out += fmt::format("inline constexpr int kWaveGuardMinTilesPerSplit = {};  // ... keeping this many 64-token tiles each\n",
                      kWaveGuardMinTilesPerSplit);
+  out += fmt::format("inline constexpr int kWaveGuardWaveOverheadTiles = {};  // a wave's cost beyond its tiles, in tiles\n\n",
+                     kWaveGuardWaveOverheadTiles);
 
   out += fmt::format(
       "// floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.\n"

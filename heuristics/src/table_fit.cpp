@@ -99,12 +99,12 @@ int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, in
   if (splits < 1 || ctas < 1 || slots < 1 || margin_percent < 0) return splits;
   const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
   if (tiles < 1) return splits;
-  // Waves of the splits that hold work, and their cost: waves x tiles per split.
+  // Waves of the splits that hold work, and their cost: waves x (tiles per split + a wave's overhead).
   auto waves_and_cost = [&](std::int64_t count, std::int64_t* cost) {
     const std::int64_t per = (tiles + count - 1) / count;
     const std::int64_t live = (tiles + per - 1) / per;
     const std::int64_t waves = (ctas * live + slots - 1) / slots;
-    *cost = waves * per;
+    *cost = waves * (per + kWaveGuardWaveOverheadTiles);
     return waves;
   };
   auto cheaper = [&](std::int64_t candidate_cost, std::int64_t cost) {
@@ -112,9 +112,9 @@ int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, in
   };
   std::int64_t cost = 0;
   const std::int64_t waves = waves_and_cost(splits, &cost);
-  // No count costs less than the work spread evenly, ctas x tiles / slots: when `splits` is within
-  // the margin of that, nothing can beat it by more.
-  if (!cheaper(ctas * tiles, cost * slots)) return splits;
+  // No count costs less than the work spread evenly over one wave or more, ctas x tiles / slots +
+  // one wave's overhead: when `splits` is within the margin of that, nothing can beat it by more.
+  if (!cheaper(ctas * tiles + std::int64_t(kWaveGuardWaveOverheadTiles) * slots, cost * slots)) return splits;
   if (waves >= 2) {
     // The most splits that fit one wave fewer, rounded down to the counts sweeps time (2^k and
     // 3 x 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...), so that every answer is a measured one.

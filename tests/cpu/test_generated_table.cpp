@@ -112,6 +112,15 @@ TEST(GeneratedTable, MalformedHeadersAreInputErrorsNamingFileLineAndReason) {
   const int more = line_containing("kWaveGuardMoreFactor =");
   EXPECT_TRUE(contains(error_for(edited_header(more, "inline constexpr int kWaveGuardMoreFactor = 8;")),
                        fmt::format("h.hpp:{}: kWaveGuardMoreFactor 8 differs from this build's wave guard (4)", more)));
+  const int overhead = line_containing("kWaveGuardWaveOverheadTiles =");
+  EXPECT_TRUE(contains(error_for(edited_header(overhead, "inline constexpr int kWaveGuardWaveOverheadTiles = 0;")),
+                       fmt::format("h.hpp:{}: kWaveGuardWaveOverheadTiles 0 differs from this build's wave guard (4)",
+                                   overhead)));
+  // A header from before the overhead would be answered with it: refused, naming the guard's line.
+  EXPECT_TRUE(contains(error_for(edited_header(overhead, "")),
+                       fmt::format("h.hpp:{}: kWaveGuardWaveOverheadTiles missing: the header predates this build's "
+                                   "wave guard; regenerate it with splitkv fit",
+                                   line_containing("kWaveGuardMarginPercent ="))));
 }
 
 TEST(GeneratedTable, GpuNamesSelectTheCompiledInTable) {

@@ -284,30 +284,39 @@ TEST(FitHeuristic, ReportsWhatAPerDtypeTableWouldGain) {
 // The wave guard by hand (heuristics/FIT.md, "Wave guard"): cost = waves of 264 slots (132 SMs x 2)
 // x 64-token tiles per split, for the splits that hold work.
 TEST(WaveGuard, FewerSplitsWhenTheLastWaveIsNearlyEmpty) {
-  // 96 CTAs x 3 splits of 128 tiles: 43 tiles each, 288 CTAs, 2 waves: 86. The most splits with
-  // one wave: 264 / 96 = 2 (on the ladder): 64 tiles, 192 CTAs, 1 wave: 64, and 64 x 1.1 < 86.
+  static_assert(kWaveGuardWaveOverheadTiles == 4, "the cases below count 4 tiles per wave");
+  // Cost = waves x (tiles per split + 4). 96 CTAs x 3 splits of 128 tiles: 43 tiles each, 288
+  // CTAs, 2 waves: 2 x 47 = 94. The most splits with one wave: 264 / 96 = 2 (on the ladder): 64
+  // tiles, 192 CTAs, 1 wave: 68, and 68 x 1.1 < 94.
   EXPECT_EQ(wave_guard(3, 96, 8192, 264, 10, 128), 2);
-  // At 30% still (64 x 1.3 = 83.2 < 86); at 40% no longer, and the search upward finds 8 splits
-  // (16 tiles, 768 CTAs, 3 waves: 48, and 48 x 1.4 < 86); at 80% nothing is cheaper enough.
+  // At 30% still (68 x 1.3 = 88.4 < 94); at 40% no longer (95.2), and the search upward finds 8
+  // splits (16 tiles, 768 CTAs, 3 waves: 60, and 60 x 1.4 < 94); at 80% nothing is cheaper enough.
   EXPECT_EQ(wave_guard(3, 96, 8192, 264, 30, 128), 2);
   EXPECT_EQ(wave_guard(3, 96, 8192, 264, 40, 128), 8);
   EXPECT_EQ(wave_guard(3, 96, 8192, 264, 80, 128), 3);
+  // The overhead decides at 35%: 68 x 1.35 = 91.8 < 94, so 2. Counting tiles alone (86 against
+  // 64 x 1.35 = 86.4) would have gone on to 8 splits of 16 tiles and three waves.
+  EXPECT_EQ(wave_guard(3, 96, 8192, 264, 35, 128), 2);
 }
 
 TEST(WaveGuard, MoreSplitsWhenTheLastWaveIsPoorlyFilled) {
-  // 96 CTAs x 2 splits of 313 tiles: 157 tiles, 192 CTAs, 1 wave: 157. Candidates 3 (105 tiles,
-  // 2 waves: 210), 4 (79, 2: 158), 6 (53, 3: 159), 8 (40 tiles, 768 CTAs, 3 waves: 120): 8.
+  // 96 CTAs x 2 splits of 313 tiles: 157 tiles, 192 CTAs, 1 wave: 161. Candidates 3 (105 tiles,
+  // 2 waves: 218), 4 (79, 2: 166), 6 (53, 3: 171), 8 (40 tiles, 768 CTAs, 3 waves: 132): 8.
   EXPECT_EQ(wave_guard(2, 96, 20000, 264, 10, 128), 8);
-  // 94 tiles: 8 splits would leave 12 tiles each (< 16) and are not asked; 4 and 6 cost 48
-  // against 47: the table stands.
+  // At 25% the three waves' overhead keeps 2 (132 x 1.25 = 165 > 161; tiles alone, 120 x 1.25 =
+  // 150 < 157, would have taken 8).
+  EXPECT_EQ(wave_guard(2, 96, 20000, 264, 25, 128), 2);
+  // 94 tiles: 8 splits would leave 12 tiles each (< 16) and are not asked; 4 (24 tiles, 2 waves:
+  // 56) and 6 (16, 3: 60) cost more than 2 (47 tiles, 1 wave: 51): the table stands.
   EXPECT_EQ(wave_guard(2, 96, 6000, 264, 10, 128), 2);
-  // 24 CTAs x 16 splits of 782 tiles: 49 tiles, 384 CTAs, 2 waves: 98; one wave fewer (8: 98)
-  // is no cheaper; above, 24 (33 tiles, 3 waves: 99), 32 (25, 3: 75), 48 (17, 5: 85), 64 (13
-  // tiles: not asked): 32. At most the table's most splits: 24 is not cheaper, so 16.
+  // 24 CTAs x 16 splits of 782 tiles: 49 tiles, 384 CTAs, 2 waves: 106; one wave fewer (8: 98
+  // tiles, 1 wave: 102) is not cheaper by 10%; above, 24 (33 tiles, 3 waves: 111), 32 (25, 3:
+  // 87), 48 (17, 5: 105), 64 (13 tiles: not asked): 32. At most the table's most splits: 24 is not
+  // cheaper, so 16.
   EXPECT_EQ(wave_guard(16, 24, 50000, 264, 10, 128), 32);
   EXPECT_EQ(wave_guard(16, 24, 50000, 264, 10, 24), 16);
-  // At most kWaveGuardMoreFactor times the table's count: from 4 (196 tiles, 1 wave: 196) the
-  // search stops at 16, and 8 and 16 both cost 98: the first found, 8.
+  // At most kWaveGuardMoreFactor times the table's count: from 4 (196 tiles, 1 wave: 200) the
+  // search stops at 16: 6 (131, 1: 135), 8 (98, 1: 102), 12 (66, 2: 140), 16 (49, 2: 106): 8.
   EXPECT_EQ(wave_guard(4, 24, 50000, 264, 10, 128), 8);
 }
 
@@ -317,8 +326,8 @@ TEST(WaveGuard, OnlyWhereThePlaneNeverMeasuredTheCtaCount) {
   EXPECT_EQ(guard_unmeasured_ctas(2, 104, 20000, 128, measured, 132, 10, 128), 2);  // measured: stands
   EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 128, measured, 0, 10, 128), 2);     // no SM count
   EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 128, measured, 132, -1, 128), 2);   // guard off
-  // head_dim 256: one resident CTA per SM, 132 slots: 2 splits are 1.45 waves, and 4 (79 tiles,
-  // 384 CTAs, 3 waves: 237) is no cheaper than 2 waves x 157 = 314 by... it is: 237 x 1.1 < 314.
+  // head_dim 256: one resident CTA per SM, 132 slots: 2 splits are 1.45 waves (2 x 161 = 322), and
+  // 4 (79 tiles, 384 CTAs, 3 waves: 249) is cheaper by more than 10%; 8 (40, 6 waves: 264) is not.
   EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 256, measured, 132, 10, 128), 4);
 }
 

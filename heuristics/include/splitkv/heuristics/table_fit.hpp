@@ -62,9 +62,14 @@ int resident_ctas_per_sm(int head_dim);
 // cross-validation (heuristics/FIT.md, "Wave guard"); the generated header holds the same values.
 inline constexpr int kWaveGuardMoreFactor = 4;
 inline constexpr int kWaveGuardMinTilesPerSplit = 16;
+// What a wave costs beyond its tiles, in 64-token tiles: a wave of CTAs pays its prologue (the
+// query and the first tiles' latency) and its epilogue before and after it streams, so a split
+// count that adds a wave of short splits costs more than its tiles alone. Chosen by
+// cross-validation with the margin (heuristics/FIT.md, "Per-wave overhead").
+inline constexpr int kWaveGuardWaveOverheadTiles = 4;
 
-// The wave guard (heuristics/FIT.md, "Wave guard"), in waves of `slots` resident CTAs x 64-token
-// tiles per split: when `splits` spills `ctas` into one more wave than needed and the count with
+// The wave guard (heuristics/FIT.md, "Wave guard"), in waves of `slots` resident CTAs x (64-token
+// tiles per split + kWaveGuardWaveOverheadTiles): when `splits` spills `ctas` into one more wave than needed and the count with
 // one wave fewer is cheaper by more than `margin_percent`, that count; else the cheapest timed
 // count above `splits` (2^k and 3 x 2^(k-1), up to kWaveGuardMoreFactor times and `max_splits`,
 // with kWaveGuardMinTilesPerSplit tiles per split), when cheaper by more than the margin; else
@@ -158,10 +163,11 @@ struct FitOptions {
   // {0, 0.25, 0.5, 0.75, 1} on the H200 data (heuristics/FIT.md, "Wave-aware cells").
   double wave_mix = 0.25;
   // The wave guard's margin at unmeasured CTA counts, in percent, for fewer splits and for more
-  // (kWaveGuardMoreFactor); < 0 turns it off. 10: chosen by cross-validation, equal in sample and
-  // leaving one length out, better leaving one batch and one CTA count out than without it
-  // (heuristics/FIT.md, "Wave guard" and "Upward too").
-  int wave_guard_margin_percent = 10;
+  // (kWaveGuardMoreFactor); < 0 turns it off. 5, with kWaveGuardWaveOverheadTiles: chosen by
+  // cross-validation, equal in sample and leaving one length out, better leaving one batch and one
+  // CTA count out than the alternatives (heuristics/FIT.md, "Wave guard", "Upward too" and
+  // "Per-wave overhead").
+  int wave_guard_margin_percent = 5;
   // Fit per-dtype tables only to report what they would gain (FitNotes::dtype_checks).
   bool diagnose_dtypes = true;
 };

@@ -26,7 +26,8 @@
 //   the answer is capped at the 64-token tiles of the length (more splits hold no work);
 //   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most
 //   splits that need one wave of resident CTAs fewer, or raise it (up to kWaveGuardMoreFactor
-//   times) where that fills the last wave better (kWaveGuardMarginPercent).
+//   times) where that fills the last wave better (kWaveGuardMarginPercent), counting each
+//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles.
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
 // their nearest measured neighbour.
@@ -74,9 +75,10 @@ inline constexpr int kCapacityLengthBuckets = 4;
 inline constexpr int kCapacityMaxSplits = 128;       // most splits measured
 inline constexpr int kHeadDimClasses = 1;  // head_dim 128
 inline constexpr int kLayoutClasses = 1;   // contiguous
-inline constexpr int kWaveGuardMarginPercent = 10;  // < 0: no wave guard (heuristics/FIT.md)
+inline constexpr int kWaveGuardMarginPercent = 5;  // < 0: no wave guard (heuristics/FIT.md)
 inline constexpr int kWaveGuardMoreFactor = 4;  // the guard asks up to this many times the splits
 inline constexpr int kWaveGuardMinTilesPerSplit = 16;  // ... keeping this many 64-token tiles each
+inline constexpr int kWaveGuardWaveOverheadTiles = 4;  // a wave's cost beyond its tiles, in tiles
 
 // floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
