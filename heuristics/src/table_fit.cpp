@@ -112,9 +112,12 @@ int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, in
   };
   std::int64_t cost = 0;
   const std::int64_t waves = waves_and_cost(splits, &cost);
-  // No count costs less than the work spread evenly over one wave or more, ctas x tiles / slots +
-  // one wave's overhead: when `splits` is within the margin of that, nothing can beat it by more.
-  if (!cheaper(ctas * tiles + std::int64_t(kWaveGuardWaveOverheadTiles) * slots, cost * slots)) return splits;
+  // No count costs less than the work spread evenly, ctas x tiles / slots, plus the overhead of the
+  // fewest waves any count needs, ceil(ctas / slots): when `splits` is within the margin of that,
+  // nothing can beat it by more.
+  const std::int64_t fewest_waves = (ctas + slots - 1) / slots;
+  if (!cheaper(ctas * tiles + std::int64_t(kWaveGuardWaveOverheadTiles) * slots * fewest_waves, cost * slots))
+    return splits;
   if (waves >= 2) {
     // The most splits that fit one wave fewer, rounded down to the counts sweeps time (2^k and
     // 3 x 2^(k-1): 1, 2, 3, 4, 6, 8, 12, ...), so that every answer is a measured one.

@@ -15,25 +15,35 @@ int main() {
   const h::Measurements m = h::fixture::measurements();
   const h::FittedHeuristic fit = h::fit_heuristic(m.shapes);
   int failures = 0, checked = 0;
-  const auto report = [&](const char* what, int b, int kv, int d, int len, int page, int header, int library) {
-    if (++failures <= 10) {
-      std::printf("FAIL %s: batch %d kv %d d %d tokens %d page %d: header %d, library %d\n", what, b, kv, d, len,
-                  page, header, library);
+  // One input, both tables: the header's answer against the library's.
+  const auto compare = [&](int b, int kv, int d, int len, int page) {
+    ++checked;
+    const int header[2] = {table::determine_num_splits_real_length(b, kv, d, len, page),
+                           table::determine_num_splits_capacity_only(b, kv, d, len, page)};
+    const int library[2] = {fit.real_length.lookup(b, kv, d, len, page), fit.capacity_only.lookup(b, kv, d, len, page)};
+    for (int t = 0; t < 2; ++t) {
+      if (header[t] != library[t] && ++failures <= 10) {
+        std::printf("FAIL %s: batch %d kv %d d %d tokens %d page %d: header %d, library %d\n",
+                    t == 0 ? "real length" : "capacity", b, kv, d, len, page, header[t], library[t]);
+      }
     }
   };
   for (int b = 1; b <= 4096; b = b < 8 ? b + 1 : b * 3 / 2) {
     for (int kv : {1, 2, 5, 8, 32, 48}) {
       for (int d : {32, 64, 90, 91, 128, 181, 182, 256, 320}) {
         for (int len = 1; len <= (1 << 22); len = len < 200 ? len + 7 : len * 5 / 4) {
-          for (int page : {0, 8, 16, 31, 32, 64, 128}) {
-            ++checked;
-            const int header_real = table::determine_num_splits_real_length(b, kv, d, len, page);
-            const int library_real = fit.real_length.lookup(b, kv, d, len, page);
-            if (header_real != library_real) report("real length", b, kv, d, len, page, header_real, library_real);
-            const int header_cap = table::determine_num_splits_capacity_only(b, kv, d, len, page);
-            const int library_cap = fit.capacity_only.lookup(b, kv, d, len, page);
-            if (header_cap != library_cap) report("capacity", b, kv, d, len, page, header_cap, library_cap);
-          }
+          for (int page : {0, 8, 16, 31, 32, 64, 128}) compare(b, kv, d, len, page);
+        }
+      }
+    }
+  }
+  // Extremes the dense sweep does not reach: lengths up to INT_MAX at CTA counts up to and past
+  // the 2^20 where the header's guard leaves 32-bit arithmetic.
+  for (int b : {1, 7, 1000, 21845, 21846, 65536, 1 << 20}) {
+    for (int kv : {1, 3, 48}) {
+      for (int d : {64, 128, 256}) {
+        for (int len : {1 << 22, 40000000, 1 << 27, 1 << 30, 2147483647}) {
+          for (int page : {0, 16}) compare(b, kv, d, len, page);
         }
       }
     }

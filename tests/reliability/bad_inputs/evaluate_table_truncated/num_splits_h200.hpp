@@ -82,6 +82,10 @@ inline constexpr int kWaveGuardWaveOverheadTiles = 4;  // a wave's cost beyond i
 
 // floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
+#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
+  // One instruction on the host (GCC and Clang evaluate it in constant expressions too).
+  return v == 0 ? 0 : 63 - __builtin_clzll(v);
+#else
   int r = 0;
   const int s32 = (v >> 32) != 0 ? 32 : 0; v >>= s32; r += s32;
   const int s16 = (v >> 16) != 0 ? 16 : 0; v >>= s16; r += s16;
@@ -89,6 +93,7 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
   const int s4 = (v >> 4) != 0 ? 4 : 0; v >>= s4; r += s4;
   const int s2 = (v >> 2) != 0 ? 2 : 0; v >>= s2; r += s2;
   return r + ((v >> 1) != 0 ? 1 : 0);
+#endif
 }
 
 // round(log2(value)) with halves up: value >= 2^i * sqrt(2) belongs to bucket i + 1.

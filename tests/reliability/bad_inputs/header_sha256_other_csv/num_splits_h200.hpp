@@ -82,6 +82,10 @@ inline constexpr int kWaveGuardWaveOverheadTiles = 4;  // a wave's cost beyond i
 
 // floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
+#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
+  // One instruction on the host (GCC and Clang evaluate it in constant expressions too).
+  return v == 0 ? 0 : 63 - __builtin_clzll(v);
+#else
   int r = 0;
   const int s32 = (v >> 32) != 0 ? 32 : 0; v >>= s32; r += s32;
   const int s16 = (v >> 16) != 0 ? 16 : 0; v >>= s16; r += s16;
@@ -89,6 +93,7 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
   const int s4 = (v >> 4) != 0 ? 4 : 0; v >>= s4; r += s4;
   const int s2 = (v >> 2) != 0 ? 2 : 0; v >>= s2; r += s2;
   return r + ((v >> 1) != 0 ? 1 : 0);
+#endif
 }
 
 // round(log2(value)) with halves up: value >= 2^i * sqrt(2) belongs to bucket i + 1.
@@ -194,12 +199,30 @@ SPLITKV_GENERATED_HOST_DEVICE inline bool measured_ctas(int plane, long long cta
 }
 
 // Waves of `slots` resident CTAs that the splits holding work fill, times (64-token tiles per split
-// + kWaveGuardWaveOverheadTiles, what a wave costs beyond its tiles).
+// + kWaveGuardWaveOverheadTiles, what a wave costs beyond its tiles), for `count` splits of `per`
+// tiles. The splits holding work, ceil(tiles / per), are count - (count * per - tiles) / per, and
+// that remainder is below count: the division is needed only when per < count.
+template <typename Int, Int slots>
+SPLITKV_GENERATED_HOST_DEVICE constexpr Int wave_cost_per(Int count, Int per, Int ctas, Int tiles, Int& waves) {
+  const Int excess = count * per - tiles;
+  const Int live = excess < per ? count : count - excess / per;
+  waves = (ctas * live + slots - 1) / slots;
+  return waves * (per + Int(kWaveGuardWaveOverheadTiles));
+}
+
 template <typename Int, Int slots>
 SPLITKV_GENERATED_HOST_DEVICE constexpr Int wave_cost(Int count, Int ctas, Int tiles, Int& waves) {
-  const Int per = (tiles + count - 1) / count;
-  waves = (ctas * ((tiles + per - 1) / per) + slots - 1) / slots;
-  return waves * (per + Int(kWaveGuardWaveOverheadTiles));
+  return wave_cost_per<Int, slots>(count, (tiles + count - 1) / count, ctas, tiles, waves);
+}
+
+// The same for a count on the sweeps' ladder, m << shift with m = 1 or 3 (1, 2, 3, 4, 6, 8, 12, ...):
+// tiles per split by a shift and a division by the constant 3, no runtime division.
+template <typename Int, Int slots>
+SPLITKV_GENERATED_HOST_DEVICE constexpr Int ladder_wave_cost(int shift, bool times_three, Int ctas, Int tiles,
+                                                             Int& waves) {
+  const Int count = (times_three ? Int(3) : Int(1)) << shift;
+  const Int rounded_up = (tiles + count - 1) >> shift;
+  return wave_cost_per<Int, slots>(count, times_three ? rounded_up / 3 : rounded_up, ctas, tiles, waves);
 }
 
 // The wave guard (heuristics/FIT.md, "Wave guard"), in wave_cost: when the splits
@@ -208,9 +231,9 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr Int wave_cost(Int count, Int ctas, Int t
 // else the cheapest timed count above (up to kWaveGuardMoreFactor times and max_splits, keeping
 // kWaveGuardMinTilesPerSplit tiles per split) when it costs less by more than the margin.
 // In 32-bit unsigned arithmetic when every value fits (CTA counts up to 2^20, splits up to 2^9,
-// max_splits up to 2^11: no product exceeds 2^31), else 64-bit: the same answers, and 64-bit
-// divisions cost the host several times more. The slots are a constant, so dividing by them is
-// a multiplication.
+// max_splits up to 2^11, CTAs x tiles up to 2^30: no product exceeds 2^32), else 64-bit: the same
+// answers, and 64-bit divisions cost the host several times more. The slots are a constant, so
+// dividing by them is a multiplication.
 SPLITKV_GENERATED_HOST_DEVICE constexpr bool cheaper(unsigned long long candidate_cost, unsigned long long cost) {
   return candidate_cost * (100 + kWaveGuardMarginPercent) < cost * 100;
 }
@@ -219,28 +242,40 @@ template <typename Int, Int slots>
 SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard_in(int splits, Int ctas, Int tiles, int max_splits) {
   Int waves = 0, other_waves = 0;
   const Int cost = wave_cost<Int, slots>(Int(splits), ctas, tiles, waves);
-  // No count costs less than the work spread evenly over one wave or more, ctas x tiles / slots +
-  // one wave's overhead: when `splits` is within the margin of that, nothing can beat it by more
-  // (an exact bound: the answer is the same).
-  if (!cheaper((unsigned long long)ctas * tiles + (unsigned long long)kWaveGuardWaveOverheadTiles * slots,
+  // No count costs less than the work spread evenly, ctas x tiles / slots, plus the overhead of the
+  // fewest waves any count needs, ceil(ctas / slots): when `splits` is within the margin of that,
+  // nothing can beat it by more (an exact bound: the answer is the same).
+  const unsigned long long fewest_waves = (ctas + slots - 1) / slots;
+  if (!cheaper((unsigned long long)ctas * tiles + (unsigned long long)kWaveGuardWaveOverheadTiles * slots * fewest_waves,
                (unsigned long long)cost * slots))
     return splits;
   if (waves >= 2) {
     const Int most = (waves - 1) * slots / ctas;
-    const Int power = most < 1 ? 0 : (Int(1) << floor_log2(most));
-    const Int fewer = power >= 2 && power + power / 2 <= most ? power + power / 2 : power;
-    if (fewer >= 1 && fewer < Int(splits) && cheaper(wave_cost<Int, slots>(fewer, ctas, tiles, other_waves), cost))
-      return (int)fewer;
+    if (most >= 1) {
+      const int shift = floor_log2(most);
+      const bool times_three = shift >= 1 && (Int(3) << (shift - 1)) <= most;
+      const Int fewer = times_three ? Int(3) << (shift - 1) : Int(1) << shift;
+      if (fewer < Int(splits) &&
+          cheaper(times_three ? ladder_wave_cost<Int, slots>(shift - 1, true, ctas, tiles, other_waves)
+                              : ladder_wave_cost<Int, slots>(shift, false, ctas, tiles, other_waves),
+                  cost))
+        return (int)fewer;
+    }
   }
+  // Counts above: at most kWaveGuardMoreFactor times and max_splits, and each split more than
+  // kWaveGuardMinTilesPerSplit - 1 tiles.
+  const Int by_factor = Int(splits * kWaveGuardMoreFactor < max_splits ? splits * kWaveGuardMoreFactor : max_splits);
+  const Int by_tiles = (tiles - 1) / Int(kWaveGuardMinTilesPerSplit - 1);
+  const Int reach = by_factor < by_tiles ? by_factor : by_tiles;
   int best = splits;
   Int best_cost = cost;
-  const Int reach = Int(splits * kWaveGuardMoreFactor < max_splits ? splits * kWaveGuardMoreFactor : max_splits);
-  for (Int power = Int(1) << floor_log2(Int(splits)); power <= reach; power *= 2) {
-    for (int half = 0; half < 2; ++half) {
-      const Int candidate = power + (half ? power / 2 : 0);
-      if (candidate <= Int(splits) || candidate > reach || tiles <= Int(kWaveGuardMinTilesPerSplit - 1) * candidate)
-        continue;
-      const Int candidate_cost = wave_cost<Int, slots>(candidate, ctas, tiles, other_waves);
+  for (int shift = floor_log2(Int(splits)); (Int(1) << shift) <= reach; ++shift) {
+    for (int times_three = 0; times_three < 2; ++times_three) {  // 2^shift, then 3 x 2^(shift - 1)
+      if (times_three && shift == 0) continue;
+      const Int candidate = times_three ? Int(3) << (shift - 1) : Int(1) << shift;
+      if (candidate <= Int(splits) || candidate > reach) continue;
+      const Int candidate_cost = times_three ? ladder_wave_cost<Int, slots>(shift - 1, true, ctas, tiles, other_waves)
+                                             : ladder_wave_cost<Int, slots>(shift, false, ctas, tiles, other_waves);
       if (cheaper(candidate_cost, cost) && candidate_cost < best_cost) {
         best = (int)candidate;
         best_cost = candidate_cost;
@@ -256,7 +291,7 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long cta
   if (splits < 1 || ctas < 1 || tiles < 1) return splits;
   // One wave, and too few tiles for more splits: nothing to guard (most lookups end here).
   if (ctas * splits <= kSlots && tiles <= (long long)(kWaveGuardMinTilesPerSplit - 1) * (splits + 1)) return splits;
-  return ctas <= (1LL << 20) && splits <= (1 << 9) && max_splits <= (1 << 11)
+  return ctas <= (1LL << 20) && splits <= (1 << 9) && max_splits <= (1 << 11) && ctas * tiles <= (1LL << 30)
              ? wave_guard_in<unsigned, unsigned(kSlots)>(splits, (unsigned)ctas, (unsigned)tiles, max_splits)
              : wave_guard_in<unsigned long long, (unsigned long long)kSlots>(
                    splits, (unsigned long long)ctas, (unsigned long long)tiles, max_splits);
