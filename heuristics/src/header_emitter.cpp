@@ -476,7 +476,8 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
                      kWaveGuardWaveOverheadTiles);
 
   out += fmt::format(
-      "// floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.\n"
+      "// floor(log2(v)), 0 for v = 0: one __builtin_clzll on GCC and Clang hosts, portable shifts on the\n"
+      "// device and elsewhere (the same results).\n"
       "SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {{\n"
       "#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))\n"
       "  // One instruction on the host (GCC and Clang evaluate it in constant expressions too).\n"

@@ -282,7 +282,7 @@ TEST(FitHeuristic, ReportsWhatAPerDtypeTableWouldGain) {
 }
 
 // The wave guard by hand (heuristics/FIT.md, "Wave guard"): cost = waves of 264 slots (132 SMs x 2)
-// x 64-token tiles per split, for the splits that hold work.
+// x (64-token tiles per split + kWaveGuardWaveOverheadTiles), for the splits that hold work.
 TEST(WaveGuard, FewerSplitsWhenTheLastWaveIsNearlyEmpty) {
   static_assert(kWaveGuardWaveOverheadTiles == 4, "the cases below count 4 tiles per wave");
   // Cost = waves x (tiles per split + 4). 96 CTAs x 3 splits of 128 tiles: 43 tiles each, 288
@@ -327,7 +327,8 @@ TEST(WaveGuard, OnlyWhereThePlaneNeverMeasuredTheCtaCount) {
   EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 128, measured, 0, 10, 128), 2);     // no SM count
   EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 128, measured, 132, -1, 128), 2);   // guard off
   // head_dim 256: one resident CTA per SM, 132 slots: 2 splits are 1.45 waves (2 x 161 = 322), and
-  // 4 (79 tiles, 384 CTAs, 3 waves: 249) is cheaper by more than 10%; 8 (40, 6 waves: 264) is not.
+  // 4 (79 tiles, 384 CTAs, 3 waves: 249) is cheaper by more than 10%; 6 (285) and 8 (40 tiles, 6
+  // waves: 264) beat the margin too, but 4 is the cheapest.
   EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 256, measured, 132, 10, 128), 4);
 }
 

@@ -80,7 +80,8 @@ inline constexpr int kWaveGuardMoreFactor = 4;  // the guard asks up to this man
 inline constexpr int kWaveGuardMinTilesPerSplit = 16;  // ... keeping this many 64-token tiles each
 inline constexpr int kWaveGuardWaveOverheadTiles = 4;  // a wave's cost beyond its tiles, in tiles
 
-// floor(log2(v)) for v >= 1, branch-free and without intrinsics, so host and device agree.
+// floor(log2(v)), 0 for v = 0: one __builtin_clzll on GCC and Clang hosts, portable shifts on the
+// device and elsewhere (the same results).
 SPLITKV_GENERATED_HOST_DEVICE constexpr int floor_log2(unsigned long long v) {
 #if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
   // One instruction on the host (GCC and Clang evaluate it in constant expressions too).
