@@ -69,8 +69,9 @@ inline constexpr int kWaveGuardMinTilesPerSplit = 16;
 inline constexpr int kWaveGuardWaveOverheadTiles = 4;
 
 // The wave guard (heuristics/FIT.md, "Wave guard"), in waves of `slots` resident CTAs x (64-token
-// tiles per split + kWaveGuardWaveOverheadTiles): when `splits` spills `ctas` into one more wave than needed and the count with
-// one wave fewer is cheaper by more than `margin_percent`, that count; else the cheapest timed
+// tiles per split + kWaveGuardWaveOverheadTiles): when `splits` spills `ctas` into one more wave
+// than needed and the count with one wave fewer is cheaper by more than `margin_percent`, that
+// count; else the cheapest timed
 // count above `splits` (2^k and 3 x 2^(k-1), up to kWaveGuardMoreFactor times and `max_splits`,
 // with kWaveGuardMinTilesPerSplit tiles per split), when cheaper by more than the margin; else
 // `splits`. Integer-exact; the generated header does the same arithmetic.

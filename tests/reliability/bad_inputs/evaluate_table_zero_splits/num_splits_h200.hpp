@@ -257,8 +257,7 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard_in(int splits, Int ctas, 
       const bool times_three = shift >= 1 && (Int(3) << (shift - 1)) <= most;
       const Int fewer = times_three ? Int(3) << (shift - 1) : Int(1) << shift;
       if (fewer < Int(splits) &&
-          cheaper(times_three ? ladder_wave_cost<Int, slots>(shift - 1, true, ctas, tiles, other_waves)
-                              : ladder_wave_cost<Int, slots>(shift, false, ctas, tiles, other_waves),
+          cheaper(ladder_wave_cost<Int, slots>(times_three ? shift - 1 : shift, times_three, ctas, tiles, other_waves),
                   cost))
         return (int)fewer;
     }
@@ -275,8 +274,8 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard_in(int splits, Int ctas, 
       if (times_three && shift == 0) continue;
       const Int candidate = times_three ? Int(3) << (shift - 1) : Int(1) << shift;
       if (candidate <= Int(splits) || candidate > reach) continue;
-      const Int candidate_cost = times_three ? ladder_wave_cost<Int, slots>(shift - 1, true, ctas, tiles, other_waves)
-                                             : ladder_wave_cost<Int, slots>(shift, false, ctas, tiles, other_waves);
+      const Int candidate_cost =
+          ladder_wave_cost<Int, slots>(times_three ? shift - 1 : shift, times_three != 0, ctas, tiles, other_waves);
       if (cheaper(candidate_cost, cost) && candidate_cost < best_cost) {
         best = (int)candidate;
         best_cost = candidate_cost;
