@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Issue #7 probe (kernels/NOTES.md, v18): the same decode step at the host heuristic's split count
+(fixed-count grid kernel) and with num_splits = auto (persistent kernel), eager calls, for Nsight
+Compute to compare kernel by kernel. Run under ncu with --clock-control none, e.g.
+
+  ncu --clock-control none --kernel-name regex:'decode_split|combine' --section SpeedOfLight \
+      --section LaunchStats --section Occupancy --section WarpStateStats --csv --page details \
+      python3 scripts/experiments/ncu_auto_vs_fixed.py --lib build/kernels/libsplitkv_c.so \
+      --heuristic-lib build/heuristics/libsplitkv_heuristics_c.so
+
+Each shape runs `--repeats` fixed calls, then as many auto calls, in that order (the printed plan
+says which kernel launch is which)."""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import bench_peers  # noqa: E402  (the benchmark's buffers and ctypes bindings)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--heuristic-lib", required=True)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--shapes", default="1x512,4x4096,16x512", help="BxL list, 32/8 heads, capacity 131072")
+    args = parser.parse_args()
+    ours = bench_peers.Splitkv(args.lib, args.heuristic_lib)
+    props = torch.cuda.get_device_properties(0)
+    generator = torch.Generator(device="cuda").manual_seed(7)
+    for item in args.shapes.split(","):
+        batch, length = (int(x) for x in item.split("x"))
+        s = bench_peers.Shape("probe", batch, 32, 8, length, capacity=131072)
+        buffers = bench_peers.Buffers(s, props.L2_cache_size, generator)
+        splits = ours.choose(s, props.name, props.multi_processor_count)
+        fixed = ours.caller(s, buffers, splits)
+        auto = ours.auto_caller(s, buffers, props.name, props.multi_processor_count)
+        for name, call in (("fixed", fixed), ("auto", auto)):
+            for r in range(args.repeats):
+                call(r % buffers.copies)
+            torch.cuda.synchronize()
+            print(f"plan: B{batch} L{length} {name} x{args.repeats} (splits {splits})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
