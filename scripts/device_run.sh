@@ -2,7 +2,8 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [probe] [sweep] [fit] [peers] [all]    (default: all)
+#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [probe] [sweep] [fit] [peers] [profile] [all]
+#   (default: all; profile is never part of all)
 #
 # probe records which SM each CTA of a decode-shaped grid lands on (tuner/bench/cta_placement_probe.cu)
 # into results/h200/experiments/cta_placement.csv with a sidecar.
@@ -15,6 +16,11 @@
 # results/h200/<name>.csv, and interrupts whatever still runs SPLITKV_SWEEP_DEADLINE seconds into
 # the script (default 420; it stops cleanly and can be resumed). fit regenerates the header from
 # results/h200/full.csv; peers runs scripts/bench_peers.py until SPLITKV_DEADLINE (default 560).
+# profile runs Nsight Compute (clocks left alone) on scripts/experiments/ncu_auto_vs_fixed.py: the
+# split kernels at the host heuristic's count and with num_splits = auto, SpeedOfLight, warp state
+# and source counters, raw metrics and the per-instruction SASS view as CSVs in logs.tgz (ncu/);
+# SPLITKV_PROFILE_ARGS overrides the probe's arguments (default --shapes 1x512,16x512 --repeats 1)
+# and environment switches such as SPLITKV_PERSISTENT_GRID_LIMIT pass through.
 # results/h200 and heuristics/generated come back as $OUT/results_h200.tgz. The device copy has no
 # .git: pass the commit as SPLITKV_GIT_SHA for the sidecars.
 set -uo pipefail
@@ -163,6 +169,25 @@ if wants peers; then
     --lib build-device/kernels/libsplitkv_c.so --heuristic-lib build-device/heuristics/libsplitkv_heuristics_c.so \
     --out results/h200/peers.csv --groups "${SPLITKV_PEER_GROUPS:-anchors,capacity,head_dim,batch_sweep,context_sweep}" \
     --flex-groups "${SPLITKV_FLEX_GROUPS:-}" 2>&1 | tee "$LOG/peers.log" | cut -c1-220
+fi
+if [[ "$steps" == *" profile "* ]]; then
+  section "profile (Nsight Compute on the fixed-count and auto split kernels)"
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  mkdir -p "$LOG/ncu"
+  # --clock-control none: Nsight Compute would otherwise lock the clocks to base for the run.
+  timeout 300 "$ncu" --clock-control none --kernel-name regex:'decode_split|combine' --section SpeedOfLight \
+    --section WarpStateStats --section SourceCounters -o "$LOG/ncu/profile" \
+    python3 scripts/experiments/ncu_auto_vs_fixed.py --lib build-device/kernels/libsplitkv_c.so \
+    --heuristic-lib build-device/heuristics/libsplitkv_heuristics_c.so ${SPLITKV_PROFILE_ARGS:---shapes 1x512,16x512 --repeats 1} \
+    >"$LOG/ncu/ncu.log" 2>&1
+  rc=$?
+  "$ncu" --import "$LOG/ncu/profile.ncu-rep" --page raw --csv >"$LOG/ncu/raw.csv" 2>/dev/null
+  "$ncu" --import "$LOG/ncu/profile.ncu-rep" --page source --csv --print-source sass >"$LOG/ncu/source.csv" 2>/dev/null
+  "$ncu" --import "$LOG/ncu/profile.ncu-rep" --page details --csv 2>/dev/null |
+    awk -F'","' '$13 == "Duration" {sub(/\(.*/, "", $5); v = $15; sub(/",?$/, "", v); print $5, $9, v " ns"}' | tee "$LOG/ncu/durations.txt"
+  rm -f "$LOG/ncu/profile.ncu-rep"   # ~20 MB; the CSVs hold what it holds, and logs.tgz must stay under 16 MiB
+  summary+=$(printf '\n%-28s exit %d (%s kernels)' "profile" "$rc" "$(wc -l <"$LOG/ncu/durations.txt")")
+  [[ $rc -eq 0 ]] || status=1
 fi
 section "summary"
 echo "${summary#$'\n'}"
