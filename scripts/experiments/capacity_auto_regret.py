@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Issue #7's capacity-scenario figures from `scripts/bench_peers.py --groups capacity_auto` CSVs:
+per file and contender (`splitkv_auto`, `splitkv_heuristic`), the geomean and max regret against
+the fastest of ours on the same buffers (every fixed count timed, the heuristic's and FA2's
+choices), how many of the shapes are within 5%, and the median of the contender's time minus the
+heuristic's (µs). kernels/NOTES.md v15-v20 quote these.
+
+  python3 scripts/experiments/capacity_auto_regret.py results/h200/experiments/v20/capacity_auto_*.csv"""
+import collections
+import csv
+import math
+import statistics
+import sys
+
+FIXED = ("splitkv_split_search", "splitkv_best", "splitkv_heuristic", "splitkv_at_fa2_capacity_choice")
+
+
+def summarise(path):
+    times = collections.defaultdict(dict)
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            try:
+                t = float(row["time_us_median"])
+            except ValueError:
+                continue
+            if not math.isfinite(t):
+                continue
+            shape = (row["batch"], row["num_heads"], row["num_kv_heads"], row["context_len"])
+            if row["contender"] in FIXED:
+                times[shape]["best"] = min(times[shape].get("best", math.inf), t)
+            times[shape][row["contender"]] = t
+    for contender in ("splitkv_auto", "splitkv_heuristic"):
+        shapes = [v for v in times.values() if contender in v and "best" in v]
+        if not shapes:
+            continue
+        regret = [v[contender] / v["best"] for v in shapes]
+        delta = [v[contender] - v["splitkv_heuristic"] for v in shapes if "splitkv_heuristic" in v]
+        geomean = math.exp(sum(map(math.log, regret)) / len(regret))
+        print(f"{path} {contender}: {len(regret)} shapes, geomean {geomean:.3f}, max {max(regret):.3f}, "
+              f"within 5% {sum(r <= 1.05 for r in regret)}, minus heuristic median {statistics.median(delta):+.2f} us")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    for p in sys.argv[1:]:
+        summarise(p)
