@@ -641,6 +641,11 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   int* first_item = reinterpret_cast<int*>(shared_bytes + kWarpGroups * decode_shared_bytes<kHeadDim>());  // [batch + 1]
   const int virtual_cta = blockIdx.x + gridDim.x * group_index;
   const int virtual_ctas = gridDim.x * kWarpGroups;
+  // Each group ends on its own, on any of the three paths below.
+  const auto mark_exit = [&] {
+    timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);
+    trace.mark(TraceSplitField::exit, group.thread() == 0);
+  };
 
   int next_item = virtual_cta;  // the first item this group has not run yet
   // A uniform batch's items go split-major over the (sequence, kv head) rows, as the CTA-per-item
@@ -692,8 +697,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
           // which the guess already knows; exiting here took `auto` 0.2 µs closer to the fixed
           // kernel (kernels/NOTES.md, v20).
           if (next_item >= per_sequence * args.batch) {
-            timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);
-            trace.mark(TraceSplitField::exit, group.thread() == 0);
+            mark_exit();
             return;
           }
         }
@@ -718,8 +722,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
                                                    uniform_length, NothingToCheck{},
                                                    trace.begin_item(item, group.thread() == 0));
     }
-    timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);  // each group ends on its own
-    trace.mark(TraceSplitField::exit, group.thread() == 0);
+    mark_exit();
     return;
   }
 
@@ -766,8 +769,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
                                                  clamped_length(args, low), NothingToCheck{},
                                                  trace.begin_item(item, group.thread() == 0));
   }
-  timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);
-  trace.mark(TraceSplitField::exit, group.thread() == 0);
+  mark_exit();
 }
 
 }  // namespace splitkv::kernels
