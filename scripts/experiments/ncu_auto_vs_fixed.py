@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 """Issue #7 probe (kernels/NOTES.md, v18): the same decode step at the host heuristic's split count
 (fixed-count grid kernel) and with num_splits = auto (persistent kernel), eager calls, for Nsight
-Compute to compare kernel by kernel. Run under ncu with --clock-control none, e.g.
+Compute to compare kernel by kernel. `scripts/device_run.sh profile` runs it under ncu (clocks left
+alone, sections and exports there); by hand, put `ncu --clock-control none ...` in front of
 
-  ncu --clock-control none --kernel-name regex:'decode_split|combine' --section SpeedOfLight \
-      --section LaunchStats --section Occupancy --section WarpStateStats --csv --page details \
-      python3 scripts/experiments/ncu_auto_vs_fixed.py --lib build/kernels/libsplitkv_c.so \
+  python3 scripts/experiments/ncu_auto_vs_fixed.py --lib build/kernels/libsplitkv_c.so \
       --heuristic-lib build/heuristics/libsplitkv_heuristics_c.so
 
 Each shape runs `--repeats` fixed calls, then as many auto calls, in that order (the printed plan
