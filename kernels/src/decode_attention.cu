@@ -172,6 +172,7 @@ kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params
   kernels::AutoTableArgument<kAuto> argument{};
   if constexpr (kAuto) {
     argument.table = params.auto_splits;
+    argument.launch_batch_row = auto_batch_class(params.batch);
     argument.guess_uniform = auto_guesses_uniform_batch() ? 1 : 0;
     argument.verify_late = auto_verifies_guess_late() ? 1 : 0;
   }

@@ -58,6 +58,7 @@ struct AutoTableArgument {};
 template <>
 struct AutoTableArgument<true> {
   const AutoSplitsTable* table;  // device memory
+  int launch_batch_row;          // auto_batch_class(batch): the host knows it, so no CTA computes it
   int guess_uniform;             // 0: no early first item (measurement switch, kernels/NOTES.md v9)
   int verify_late;               // 1: check the guess after the first item's last tile (v9h)
 };
@@ -70,7 +71,11 @@ __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int 
 // (effective batch and max length, split_partition.hpp). The same in every CTA, so the split
 // kernel and the combine agree. In two halves, so a caller can put work between the loads and
 // their use: `issue_loads` asks for the lengths, the table and the guess below in one memory
-// round trip; `finish` (block-wide: every thread of the CTA calls it once) reduces them.
+// round trip and uses none of them; `finish` (block-wide: every thread of the CTA calls it once)
+// reduces them. Nothing may consume a length between the two: the guess (uniform_guess) needs
+// cache_seqlens[0] alone, and when issue_loads also folded every thread's length into the
+// reduction, the persistent kernel's guess waited for a second round trip behind the first
+// (the SASS of v20: the fold sat between the loads and the guess; kernels/NOTES.md, v21).
 // kThreads is the CTA's size.
 template <int kThreads>
 struct BatchAutoDecision {
@@ -84,8 +89,9 @@ struct BatchAutoDecision {
 
   uint32_t first_word = 0, second_word = 0;  // this thread's share of the table
   uint32_t guess_row_word = 0;               // lanes < kWordsPerRow: the row of the launch's batch
-  int first_length = 0;                      // cache_seqlens[0], clamped
-  int last_length = 0;                       // cache_seqlens[batch - 1], clamped
+  int first_raw = 0;                         // cache_seqlens[0], as loaded (first_length() clamps)
+  int last_raw = 0;                          // cache_seqlens[batch - 1], as loaded
+  int own_raw = 0;                           // cache_seqlens[threadIdx.x] when threadIdx.x < batch
   int longest = 0, shortest = 0;
   long long total = 0;
 
@@ -93,32 +99,31 @@ struct BatchAutoDecision {
   int splits = 1;
   bool uniform = false;  // every sequence has the same length (`longest`)
 
-  __device__ __forceinline__ void issue_loads(const DecodeKernelArgs& args, const AutoSplitsTable* table) {
-    const uint32_t* words = reinterpret_cast<const uint32_t*>(table);
+  __device__ __forceinline__ void issue_loads(const DecodeKernelArgs& args, const AutoTableArgument<true>& argument) {
+    // Lengths first: the guess waits on cache_seqlens[0] and nothing else.
+    first_raw = args.cache_seqlens[0];
+    last_raw = args.cache_seqlens[args.batch - 1];
+    own_raw = static_cast<int>(threadIdx.x) < args.batch ? args.cache_seqlens[threadIdx.x] : 0;
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(argument.table);
+    const int lane = threadIdx.x % 32;
+    if (lane < kWordsPerRow) guess_row_word = __ldg(words + argument.launch_batch_row * kWordsPerRow + lane);
     // The table's words land in registers and go to shared memory in choose_splits() (non-uniform
     // batches only): storing each word at once would wait for it before the lengths are even
     // asked for (kernels/NOTES.md, v7).
     first_word = threadIdx.x < kTableWords ? __ldg(words + threadIdx.x) : 0u;
     second_word = threadIdx.x + kThreads < kTableWords ? __ldg(words + threadIdx.x + kThreads) : 0u;
-    const int lane = threadIdx.x % 32;
-    if (lane < kWordsPerRow) guess_row_word = __ldg(words + auto_batch_class(args.batch) * kWordsPerRow + lane);
-    first_length = clamped_length(args, 0);
-    last_length = clamped_length(args, args.batch - 1);
-    longest = 0;
-    shortest = INT_MAX;
-    total = 0;
-    for (int b = threadIdx.x; b < args.batch; b += kThreads) {
-      const int length = clamped_length(args, b);
-      longest = max(longest, length);
-      shortest = min(shortest, length);
-      total += length;
-    }
   }
+
+  __device__ __forceinline__ static int clamp_length(const DecodeKernelArgs& args, int raw) {
+    return min(max(raw, 0), args.cache_capacity);
+  }
+  __device__ __forceinline__ int first_length(const DecodeKernelArgs& args) const { return clamp_length(args, first_raw); }
+  __device__ __forceinline__ int last_length(const DecodeKernelArgs& args) const { return clamp_length(args, last_raw); }
 
   // The table's count if every sequence had cache_seqlens[0]'s length: a uniform batch's answer,
   // known one memory round trip after the launch, before the reduction. Warp-wide (a shuffle).
   __device__ __forceinline__ int uniform_guess(const DecodeKernelArgs& args) const {
-    return row_count(args, first_length);
+    return row_count(args, first_length(args));
   }
 
   // The launch batch's row at `length`, clamped to [1, the grid's bound]. Warp-wide (a shuffle).
@@ -131,9 +136,22 @@ struct BatchAutoDecision {
 
   // Block-wide (every thread of the CTA calls it once): the longest, shortest and total length,
   // and whether the batch is uniform. Needs the lengths only, not the table.
-  __device__ __forceinline__ void reduce_lengths() {
+  __device__ __forceinline__ void reduce_lengths(const DecodeKernelArgs& args) {
     __shared__ int warp_longest[kWarps], warp_shortest[kWarps];
     __shared__ long long warp_total[kWarps];
+    longest = 0;
+    shortest = INT_MAX;
+    total = 0;
+    if (static_cast<int>(threadIdx.x) < args.batch) {
+      longest = shortest = clamp_length(args, own_raw);
+      total = longest;
+    }
+    for (int b = threadIdx.x + kThreads; b < args.batch; b += kThreads) {  // batches past kThreads
+      const int length = clamped_length(args, b);
+      longest = max(longest, length);
+      shortest = min(shortest, length);
+      total += length;
+    }
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) {
       longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
@@ -178,7 +196,7 @@ struct BatchAutoDecision {
   }
 
   __device__ __forceinline__ void finish(const DecodeKernelArgs& args) {
-    reduce_lengths();
+    reduce_lengths(args);
     choose_splits(args);
   }
 };
@@ -192,7 +210,7 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
     return 0;
   } else {
     BatchAutoDecision<kThreads> decision;
-    decision.issue_loads(args, auto_table.table);
+    decision.issue_loads(args, auto_table);
     decision.finish(args);
     return decision.splits;
   }
@@ -656,21 +674,21 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   int uniform_length = 0;
   if constexpr (kAuto) {
     BatchAutoDecision<kThreads> decision;
-    decision.issue_loads(args, auto_table.table);
+    decision.issue_loads(args, auto_table);
     if constexpr (!kPaged && kHeadDim <= 128) {
       // A batch whose first and last lengths differ is not uniform: guessing would only drain the
       // first item's loads and redo it (2.5% on ragged batches, kernels/NOTES.md v9d).
-      if (auto_table.guess_uniform == 0 || decision.first_length != decision.last_length) {
+      if (auto_table.guess_uniform == 0 || decision.first_length(args) != decision.last_length(args)) {
         decision.finish(args);
         timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
         trace.mark(TraceSplitField::decision, group.thread() == 0);
       } else {
         const int guess = decision.uniform_guess(args);
-        const int length = decision.first_length;
+        const int length = decision.first_length(args);
         // Every length equal to the guessed one means the effective batch is the launch batch,
         // so the table's count is the guess: only the lengths need checking.
         auto guess_held = [&] {
-          decision.reduce_lengths();
+          decision.reduce_lengths(args);
           const bool held = decision.uniform && decision.longest == length;
           if (held) decision.splits = guess;
           else decision.choose_splits(args);
