@@ -11,6 +11,7 @@ The n-th base file is paired with the n-th head file."""
 import collections
 import csv
 import math
+import signal
 import sys
 
 
@@ -26,6 +27,7 @@ def load(path):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends it quietly
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     bases = [load(p) for p in sys.argv[1].split(",")]
