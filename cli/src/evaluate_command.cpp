@@ -25,7 +25,9 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
       "Fit the tables on a results CSV and report every policy's regret (policy time / fastest measured "
       "time) in sample, under cross-validation and on --validation. Exit codes: 0 done, 1 an output could "
       "not be written, 2 invalid input.");
-  evaluate->add_option("results", options.results_csv, "Training results CSV, e.g. results/h200/full.csv")
+  evaluate->add_option("results", options.results_csvs,
+                       "Training results CSV, e.g. results/h200/full.csv; several CSVs of one GPU and kernel are "
+                       "fitted together (a shape may be measured in only one of them)")
       ->required();
   evaluate->add_option("--validation", options.validation_csv,
                        "Results CSV of off-grid shapes (e.g. results/h200/validation.csv), evaluated with the "
@@ -53,7 +55,8 @@ int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& ou
   using namespace splitkv::heuristics;
   if (!output_folder_exists(options.out_path, "evaluate", "--out", err)) return 2;
   FitRequest request;
-  request.results_csv = options.results_csv;
+  request.results_csv = options.results_csvs.front();
+  request.more_results_csvs.assign(options.results_csvs.begin() + 1, options.results_csvs.end());
   request.validation_csv = options.validation_csv;
   request.kernel = options.kernel;
   request.num_sms = options.num_sms;

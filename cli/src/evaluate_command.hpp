@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -12,13 +13,13 @@ class App;
 namespace splitkv::cli {
 
 struct EvaluateCommandOptions {
-  std::string results_csv;     // training: the tables are fitted on it
+  std::vector<std::string> results_csvs;  // training: the tables are fitted on them (one or more)
   std::string validation_csv;  // optional: shapes the fit never sees
   std::string out_path;        // summary CSV; <stem>_points.csv and <stem>.md go next to it
   std::string kernel;
   int num_sms = 0;
   bool no_cross_validation = false;
-  std::string table;             // --table: a generated header path or a GPU name; empty: fit on `results_csv`
+  std::string table;             // --table: a generated header path or a GPU name; empty: fit on `results_csvs`
   bool allow_other_gpu = false;  // --table made for another GPU or SM count than the CSV's
 };
 

@@ -68,8 +68,10 @@ CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
       "Fit the num_splits lookup tables on a results CSV and emit the generated header (plus a regret "
       "report with --report). Exit codes: 0 done (--check: up to date), 1 --check found a difference or an "
       "output could not be written, 2 invalid input.");
-  fit->add_option("results", options.results_csv, "Results CSV of a sweep (tuner/CSV_SCHEMA.md), e.g. "
-                                                   "results/h200/full.csv; its .json sidecar is read when present")
+  fit->add_option("results", options.results_csvs,
+                  "Results CSV of a sweep (tuner/CSV_SCHEMA.md), e.g. results/h200/full.csv; its .json sidecar is "
+                  "read when present. Several CSVs of one GPU and kernel are fitted together (a shape may be "
+                  "measured in only one of them); the header's provenance then names them all.")
       ->required();
   fit->add_option("--out", options.out_path,
                   "Generated header to write. Default: heuristics/generated/num_splits_<gpu>.hpp");
@@ -94,7 +96,8 @@ CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
 int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::ostream& err) {
   if (!options.check && !output_folder_exists(options.out_path, "fit", "--out", err)) return 2;
   FitRequest request;
-  request.results_csv = options.results_csv;
+  request.results_csv = options.results_csvs.front();
+  request.more_results_csvs.assign(options.results_csvs.begin() + 1, options.results_csvs.end());
   request.header_path = options.out_path.empty() ? "default" : options.out_path;
   request.gpu_short_name = options.gpu_name;
   request.kernel = options.kernel;
@@ -139,7 +142,7 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
         "  committed: {}\n"
         "  generated: {}\n"
         "Regenerate it with: splitkv fit {} --out {}\n",
-        heading, difference.expected, difference.actual, options.results_csv, products.header_path);
+        heading, difference.expected, difference.actual, fmt::join(options.results_csvs, " "), products.header_path);
     return table_edited ? kExitBadInput : kExitDifferent;
   }
 

@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -12,7 +13,7 @@ class App;
 namespace splitkv::cli {
 
 struct FitCommandOptions {
-  std::string results_csv;
+  std::vector<std::string> results_csvs;  // the first, then any more fitted with it
   std::string out_path;    // empty: heuristics/generated/num_splits_<gpu>.hpp
   std::string report_dir;  // empty: no report
   bool check = false;

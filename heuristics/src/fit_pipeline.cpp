@@ -42,6 +42,14 @@ FitProducts run_fit(const FitRequest& request) {
   load.kernel = request.kernel;
   load.sm_count = request.num_sms;
   out.training = load_measurements(request.results_csv, load);
+  if (!request.more_results_csvs.empty()) {
+    std::vector<Measurements> parts;
+    parts.push_back(std::move(out.training));
+    LoadOptions more = load;
+    more.kernel = parts.front().kernel;  // every part trains the same kernel
+    for (const std::string& path : request.more_results_csvs) parts.push_back(load_measurements(path, more));
+    out.training = merge_measurements(std::move(parts));
+  }
 
   if (!request.validation_csv.empty()) {
     LoadOptions validation_load = load;

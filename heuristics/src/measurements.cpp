@@ -293,4 +293,57 @@ Measurements load_measurements(const std::string& path, const LoadOptions& optio
   return m;
 }
 
+Measurements merge_measurements(std::vector<Measurements> parts) {
+  if (parts.empty()) throw std::invalid_argument("merge_measurements: no parts");
+  if (parts.size() == 1) return std::move(parts.front());
+  Measurements merged;
+  const Measurements& first = parts.front();
+  merged.gpu = first.gpu;
+  merged.kernel = first.kernel;
+  merged.sm_count = first.sm_count;
+  merged.sm_count_source = first.sm_count_source;
+  std::map<std::string, std::string> owner;  // shape key -> the file it came from
+  std::string digests;
+  for (Measurements& part : parts) {
+    if (part.gpu != first.gpu) {
+      throw InputError(fmt::format("{}: gpu \"{}\" differs from \"{}\" in {}; train on one GPU's results",
+                                   part.source, part.gpu, first.gpu, first.source));
+    }
+    if (part.kernel != first.kernel) {
+      throw InputError(fmt::format("{}: kernel {} differs from {} in {}; pass --kernel", part.source, part.kernel,
+                                   first.kernel, first.source));
+    }
+    if (part.sm_count != first.sm_count) {
+      throw InputError(fmt::format("{}: {} SMs ({}) differ from {} ({}) in {}", part.source, part.sm_count,
+                                   part.sm_count_source, first.sm_count, first.sm_count_source, first.source));
+    }
+    for (MeasuredShape& shape : part.shapes) {
+      const auto [it, inserted] = owner.emplace(shape.point.shape_key(), part.source);
+      if (!inserted) {
+        throw InputError(fmt::format("{}:{}: shape {} is also measured in {}; a shape belongs to one file",
+                                     part.source, shape.timings.front().line, shape.point.shape_key(),
+                                     it->second));
+      }
+      merged.shapes.push_back(std::move(shape));
+    }
+    const auto join = [](std::string& to, const std::string& what) { to += (to.empty() ? "" : " + ") + what; };
+    join(merged.source, part.source);
+    join(merged.source_display, part.source_display);
+    digests += (digests.empty() ? "" : "\n") + part.sha256;
+    merged.measured_at = std::max(merged.measured_at, part.measured_at);
+    merged.counts.rows += part.counts.rows;
+    merged.counts.ok += part.counts.ok;
+    for (const auto& [status, n] : part.counts.excluded) merged.counts.excluded[status] += n;
+    merged.counts.superseded += part.counts.superseded;
+    merged.counts.other_kernels += part.counts.other_kernels;
+    merged.counts.shapes += part.counts.shapes;
+    merged.counts.shapes_without_ok_rows += part.counts.shapes_without_ok_rows;
+  }
+  merged.sha256 = tuner::sha256_hex(digests);
+  std::sort(merged.shapes.begin(), merged.shapes.end(), [](const MeasuredShape& a, const MeasuredShape& b) {
+    return shape_less(a.point, b.point);
+  });
+  return merged;
+}
+
 }  // namespace splitkv::heuristics

@@ -21,6 +21,24 @@ splitkv_cli_test(fit_check_missing 2 "no_such_header\\.hpp: no such file; run wi
   fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/no_such_header.hpp --check)
 splitkv_cli_test(fit_bad_gpu_name 2 "--gpu-name \"H200\": must be lower case"
   fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/x.hpp --gpu-name H200 --check)
+# Several training CSVs of one GPU: fitted together, named in the provenance, checked the same way;
+# a shape measured in two of them is refused.
+splitkv_cli_test(fit_two_csvs 0 "input +.*tiny_h200\\.csv \\+ .*tiny_h200_more\\.csv \\([0-9]+ rows"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv ${SPLITKV_FIT_FIXTURES}/tiny_h200_more.csv
+      --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny2.hpp --gpu-name tiny2)
+set_tests_properties(cli.fit_two_csvs PROPERTIES FIXTURES_SETUP fit_tiny2_header)
+splitkv_cli_test(fit_two_csvs_check 0 "num_splits_tiny2\\.hpp is up to date with .*tiny_h200\\.csv \\+ .*tiny_h200_more\\.csv"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv ${SPLITKV_FIT_FIXTURES}/tiny_h200_more.csv
+      --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny2.hpp --gpu-name tiny2 --check)
+set_tests_properties(cli.fit_two_csvs_check PROPERTIES FIXTURES_REQUIRED fit_tiny2_header)
+splitkv_cli_test(fit_two_csvs_check_one_missing 2 "kInputSha256: fitted on a CSV with sha256"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny2.hpp --gpu-name tiny2 --check)
+set_tests_properties(cli.fit_two_csvs_check_one_missing PROPERTIES FIXTURES_REQUIRED fit_tiny2_header)
+splitkv_cli_test(fit_same_shape_in_two_csvs 2 "tiny_h200\\.csv:2: shape .* is also measured in .*tiny_h200\\.csv; a shape belongs to one file"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/bad.hpp)
+splitkv_cli_test(evaluate_two_csvs 0 "in_sample \\(16 shapes\\)"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv ${SPLITKV_FIT_FIXTURES}/tiny_h200_more.csv --no-cross-validation
+      --out ${SPLITKV_FIT_SCRATCH}/evaluate/two.csv)
 
 # Bad CSVs: exit 2, and the message names the file, the line and the reason.
 splitkv_cli_test(fit_missing_file 2 "nope\\.csv: cannot open: no such file"

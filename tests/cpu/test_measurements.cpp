@@ -191,5 +191,60 @@ TEST(Measurements, DisplayPath) {
   EXPECT_EQ(display_path("a/../b.csv"), "b.csv");
 }
 
+// Several training CSVs (`splitkv fit a.csv b.csv`): one set, in the one shape order, with the
+// counts added up and a digest of the parts' digests; mixed GPUs, kernels or SM counts and a
+// shape measured in two files are refused with both files named.
+TEST(Measurements, MergedPartsFormOneTrainingSet) {
+  const std::string a_text = csv_text(three_rows());
+  const auto other = decode_point(1, 1024);
+  const std::string b_text = csv_text({timed_row(other, 1, 12.0), timed_row(other, 2, 9.0)});
+  const Measurements a = measurements_from_text(a_text, "a.csv");
+  const Measurements b = measurements_from_text(b_text, "b.csv");
+  const Measurements merged = merge_measurements({a, b});
+  EXPECT_EQ(merged.source_display, "a.csv + b.csv");
+  EXPECT_EQ(merged.sha256, tuner::sha256_hex(tuner::sha256_hex(a_text) + "\n" + tuner::sha256_hex(b_text)));
+  EXPECT_EQ(merged.counts.rows, 5);
+  EXPECT_EQ(merged.counts.ok, 5);
+  EXPECT_EQ(merged.counts.shapes, 2);
+  ASSERT_EQ(merged.shapes.size(), 2u);
+  EXPECT_EQ(merged.shapes[0].point.batch, 1);  // b's shape sorts first, as in one file
+  EXPECT_EQ(merged.shapes[1].point.batch, 4);
+  EXPECT_EQ(merged.gpu, "NVIDIA H200");
+  EXPECT_EQ(merged.sm_count, 132);
+  // The order of the parts changes the digest (it is recorded), not the shapes.
+  const Measurements reversed = merge_measurements({b, a});
+  EXPECT_NE(reversed.sha256, merged.sha256);
+  EXPECT_EQ(reversed.shapes[0].point.batch, 1);
+  // One part is itself.
+  EXPECT_EQ(merge_measurements({a}).sha256, a.sha256);
+
+  auto error_of_merge = [](std::vector<Measurements> parts) -> std::string {
+    try {
+      merge_measurements(std::move(parts));
+    } catch (const InputError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  const std::string twice = error_of_merge({a, measurements_from_text(a_text, "copy.csv")});
+  EXPECT_TRUE(contains(twice, "copy.csv:2: shape")) << twice;
+  EXPECT_TRUE(contains(twice, "is also measured in a.csv")) << twice;
+  auto rows = three_rows();
+  for (auto& r : rows) r.gpu = "NVIDIA A100-SXM4-80GB";
+  const std::string gpus = error_of_merge({b, measurements_from_text(csv_text(rows), "a100.csv")});
+  EXPECT_TRUE(contains(gpus, "a100.csv: gpu \"NVIDIA A100-SXM4-80GB\" differs from \"NVIDIA H200\" in b.csv")) << gpus;
+  Measurements other_sms = a;
+  other_sms.source = "other.csv";
+  other_sms.sm_count = 114;
+  other_sms.shapes.clear();
+  const std::string sms = error_of_merge({b, other_sms});
+  EXPECT_TRUE(contains(sms, "other.csv: 114 SMs")) << sms;
+  Measurements other_kernel = other_sms;
+  other_kernel.sm_count = 132;
+  other_kernel.kernel = "unpacked_gqa";
+  const std::string kernels = error_of_merge({b, other_kernel});
+  EXPECT_TRUE(contains(kernels, "other.csv: kernel unpacked_gqa differs from splitkv in b.csv")) << kernels;
+}
+
 }  // namespace
 }  // namespace splitkv::heuristics

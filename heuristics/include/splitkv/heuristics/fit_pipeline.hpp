@@ -18,6 +18,9 @@ namespace splitkv::heuristics {
 
 struct FitRequest {
   std::string results_csv;
+  // More training CSVs of the same GPU and kernel, fitted together with results_csv
+  // (merge_measurements: no shape in two files).
+  std::vector<std::string> more_results_csvs;
   std::string validation_csv;  // optional: off-grid shapes to evaluate the fitted tables on
   std::string header_path;     // empty: no header (evaluate); "default": default_header_path()
   std::string gpu_short_name;  // empty: short_gpu_name(gpu column)

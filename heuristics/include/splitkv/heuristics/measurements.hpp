@@ -83,6 +83,15 @@ struct LoadOptions {
 // A point's throttled rows give way to its final row (a resume re-measures them).
 Measurements load_measurements(const std::string& path, const LoadOptions& options = {});
 
+// Several results CSVs of one GPU as one training set: a new grid swept beside full.json's (a grid
+// cannot grow under `sweep --resume`) trains the tables with it. The parts must share the GPU, the
+// kernel and the SM count, and no shape may be measured in two of them (which timing would stand?);
+// each refusal is an InputError naming both files. The merged set's source and source_display join
+// the parts' with " + ", its sha256 is that of the parts' sha256 hex digests joined by newlines (in
+// the order given), its counts add up, and its shapes keep the one deterministic order. One part is
+// returned as it is.
+Measurements merge_measurements(std::vector<Measurements> parts);
+
 // The same from bytes already in memory (tests, --check); `source` names them in messages.
 Measurements measurements_from_text(std::string_view text, const std::string& source,
                                     const LoadOptions& options = {});
