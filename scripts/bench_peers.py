@@ -3,8 +3,8 @@
 cuDNN), FlexAttention decoding, and FlashAttention 2 varlen with a capacity-sized cache.
 
 Every contender is timed the same way, in the same process: R back-to-back calls captured in one CUDA
-graph, each call on its own K/V copy (working set >= 3x L2), median over replays of time / R, with
-p10/p90. splitkv runs through its C ABI (ctypes) on the same torch tensors, at its generated
+graph, each call on its own K/V copy (working set >= 3x L2), replayed untimed for >= 20 ms, then the
+median over replays of time / R, with p10/p90. splitkv runs through its C ABI (ctypes) on the same torch tensors, at its generated
 heuristic's choice and at the best split count. Each shape is checked against SDPA (math backend,
 fp32) before timing.
 
@@ -25,6 +25,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 import traceback
 
 import torch
@@ -109,6 +110,9 @@ class Buffers:
         self.seqlens = torch.full((s.batch,), s.context_len, device="cuda", dtype=torch.int32)
 
 
+WARMUP_SECONDS = 0.02
+
+
 def time_graph(call, copies, replays=15):
     """call(copy) enqueues one decode step on the current stream. Returns (median, p10, p90) µs/call."""
     calls = max(copies, 8)
@@ -123,8 +127,16 @@ def time_graph(call, copies, replays=15):
     with torch.cuda.graph(graph):
         for i in range(calls):
             call(i % copies)
-    graph.replay()
-    torch.cuda.synchronize()
+    # Replay until the GPU has been busy for WARMUP_SECONDS before timing: after a shape's buffers
+    # are set up, the first contender's median came out up to 13% slow on 14 of the capacity
+    # scenario's 60 shapes (its p10 was not: its first replays ran slow), while the same split count
+    # timed later was not (kernels/NOTES.md, "Session 18").
+    warm_start = time.perf_counter()
+    while True:
+        graph.replay()
+        torch.cuda.synchronize()
+        if time.perf_counter() - warm_start >= WARMUP_SECONDS:
+            break
     samples = []
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(replays):
@@ -403,7 +415,8 @@ def write_sidecar(args, gpu, sms, l2, started, state):
                    host=platform.node(), started_at=started,
                    finished_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    protocol="CUDA graph of max(copies, 8) back-to-back calls over rotating K/V copies "
-                            "(working set >= 3x L2, at most 64 copies), 15 replays, median/p10/p90 of time per call",
+                            "(working set >= 3x L2, at most 64 copies), replayed untimed for >= 20 ms, then 15 replays, "
+                            "median/p10/p90 of time per call",
                    command=" ".join(sys.argv))
     try:
         sidecar["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
