@@ -304,6 +304,7 @@ Measurements merge_measurements(std::vector<Measurements> parts) {
   merged.sm_count_source = first.sm_count_source;
   std::map<std::string, std::string> owner;  // shape key -> the file it came from
   std::string digests;
+  const auto join = [](std::string& to, const std::string& what) { to += (to.empty() ? "" : " + ") + what; };
   for (Measurements& part : parts) {
     if (part.gpu != first.gpu) {
       throw InputError(fmt::format("{}: gpu \"{}\" differs from \"{}\" in {}; train on one GPU's results",
@@ -326,7 +327,6 @@ Measurements merge_measurements(std::vector<Measurements> parts) {
       }
       merged.shapes.push_back(std::move(shape));
     }
-    const auto join = [](std::string& to, const std::string& what) { to += (to.empty() ? "" : " + ") + what; };
     join(merged.source, part.source);
     join(merged.source_display, part.source_display);
     digests += (digests.empty() ? "" : "\n") + part.sha256;

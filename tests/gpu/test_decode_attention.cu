@@ -428,11 +428,6 @@ TEST(DecodeAttentionGpu, PerSequenceSplitsOnTheDevice) {
   }
 }
 
-// num_splits = auto on uniform batches and on batches one length away from uniform. The persistent
-// schedule guesses (contiguous, head_dim <= 128) that every sequence has cache_seqlens[0]'s length
-// and starts its first item before the reduction; uniform batches keep the guess and then walk
-// items without the scan, the others drain it and redo the item. Both must write every output
-// element exactly as the reference, with many items per CTA (300 sequences) and few.
 // Head sizes the auto test covers: all three, or the one SPLITKV_TEST_AUTO_HEAD_DIM names, so that
 // compute-sanitizer's racecheck (~20x slower) can take one per call within its time limit.
 std::vector<int> auto_test_head_dims() {
@@ -441,6 +436,11 @@ std::vector<int> auto_test_head_dims() {
   return {64, 128, 256};
 }
 
+// num_splits = auto on uniform batches and on batches one length away from uniform. The persistent
+// schedule guesses (contiguous, head_dim <= 128) that every sequence has cache_seqlens[0]'s length
+// and starts its first item before the reduction; uniform batches keep the guess and then walk
+// items without the scan, the others drain it and redo the item. Both must write every output
+// element exactly as the reference, with many items per CTA (300 sequences) and few.
 TEST(DecodeAttentionGpu, AutoSplitsOnUniformAndNearlyUniformBatches) {
   SPLITKV_REQUIRE_GPU();
   std::mt19937_64 rng(23);

@@ -63,8 +63,13 @@ struct AutoTableArgument<true> {
   int verify_late;               // 1: check the guess after the first item's last tile (v9h)
 };
 
+// A length as the kernels use it: cache_seqlens may hold anything, the cache holds [0, capacity].
+__device__ __forceinline__ int clamp_to_capacity(const DecodeKernelArgs& args, int length) {
+  return min(max(length, 0), args.cache_capacity);
+}
+
 __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int batch_index) {
-  return min(max(args.cache_seqlens[batch_index], 0), args.cache_capacity);
+  return clamp_to_capacity(args, args.cache_seqlens[batch_index]);
 }
 
 // num_splits = auto: the table's count for the whole batch, from every sequence's real length
@@ -114,11 +119,8 @@ struct BatchAutoDecision {
     second_word = threadIdx.x + kThreads < kTableWords ? __ldg(words + threadIdx.x + kThreads) : 0u;
   }
 
-  __device__ __forceinline__ static int clamp_length(const DecodeKernelArgs& args, int raw) {
-    return min(max(raw, 0), args.cache_capacity);
-  }
-  __device__ __forceinline__ int first_length(const DecodeKernelArgs& args) const { return clamp_length(args, first_raw); }
-  __device__ __forceinline__ int last_length(const DecodeKernelArgs& args) const { return clamp_length(args, last_raw); }
+  __device__ __forceinline__ int first_length(const DecodeKernelArgs& args) const { return clamp_to_capacity(args, first_raw); }
+  __device__ __forceinline__ int last_length(const DecodeKernelArgs& args) const { return clamp_to_capacity(args, last_raw); }
 
   // The table's count if every sequence had cache_seqlens[0]'s length: a uniform batch's answer,
   // known one memory round trip after the launch, before the reduction. Warp-wide (a shuffle).
@@ -143,7 +145,7 @@ struct BatchAutoDecision {
     shortest = INT_MAX;
     total = 0;
     if (static_cast<int>(threadIdx.x) < args.batch) {
-      longest = shortest = clamp_length(args, own_raw);
+      longest = shortest = clamp_to_capacity(args, own_raw);
       total = longest;
     }
     for (int b = threadIdx.x + kThreads; b < args.batch; b += kThreads) {  // batches past kThreads
