@@ -116,6 +116,26 @@ bool auto_verifies_guess_late() {
   return late;
 }
 
+// num_splits = auto (kernels/NOTES.md, v24), on by default; =0 turns each off, for measurement. Read
+// once. SPLITKV_AUTO_COMPACT_PARTIALS: the auto kernels' partials are strided by the batch's split
+// count, not the grid's bound, so the combine reads a region as small as the fixed count's.
+// SPLITKV_AUTO_WARM_COMBINE: the auto combine runs its merge once dry before its wait, so the
+// instructions it needs once the partials are ready are in the SM's cache (the persistent kernel
+// beside it evicts them: after the wait 2.5 us against 0.7 for the fixed combine, B4 L4096).
+bool auto_compacts_partials() {
+  static const bool compact = environment_int("SPLITKV_AUTO_COMPACT_PARTIALS", 1) != 0;
+  return compact;
+}
+// SPLITKV_AUTO_WARP_REDUCE=1 (v25): batches of <= 32 reduce their lengths within each warp.
+bool auto_reduces_in_warps() {
+  static const bool warp = environment_int("SPLITKV_AUTO_WARP_REDUCE", 0) != 0;
+  return warp;
+}
+bool auto_warms_combine() {
+  static const bool warm = environment_int("SPLITKV_AUTO_WARM_COMBINE", 1) != 0;
+  return warm;
+}
+
 // The most dynamic shared memory one CTA may ask for on the current device.
 cudaError_t shared_memory_per_cta(int* bytes) {
   static std::mutex mutex;
@@ -175,6 +195,9 @@ kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params
     argument.launch_batch_row = auto_batch_class(params.batch);
     argument.guess_uniform = auto_guesses_uniform_batch() ? 1 : 0;
     argument.verify_late = auto_verifies_guess_late() ? 1 : 0;
+    argument.compact_partials = auto_compacts_partials() ? 1 : 0;
+    argument.warm_combine = auto_warms_combine() ? 1 : 0;
+    argument.warp_reduce = auto_reduces_in_warps() ? 1 : 0;
   }
   return argument;
 }

@@ -61,7 +61,17 @@ struct AutoTableArgument<true> {
   int launch_batch_row;          // auto_batch_class(batch): the host knows it, so no CTA computes it
   int guess_uniform;             // 0: no early first item (measurement switch, kernels/NOTES.md v9)
   int verify_late;               // 1: check the guess after the first item's last tile (v9h)
+  int compact_partials;          // 1: partials strided by the batch's count, not the grid's bound (v24)
+  int warm_combine;              // 1: the combine runs its merge code once dry before its wait (v24)
+  int warp_reduce;               // 1: batches of <= 32 reduce their lengths in every warp, no barrier (v25)
 };
+
+// Whether this call's partials are strided by the batch's split count (AutoTableArgument).
+template <bool kAuto>
+__device__ __forceinline__ bool partials_are_compact(const AutoTableArgument<kAuto>& auto_table) {
+  if constexpr (kAuto) return auto_table.compact_partials != 0;
+  else return false;
+}
 
 // A length as the kernels use it: cache_seqlens may hold anything, the cache holds [0, capacity].
 __device__ __forceinline__ int clamp_to_capacity(const DecodeKernelArgs& args, int length) {
@@ -99,6 +109,7 @@ struct BatchAutoDecision {
   int own_raw = 0;                           // cache_seqlens[threadIdx.x] when threadIdx.x < batch
   int longest = 0, shortest = 0;
   long long total = 0;
+  bool warp_local = false;                   // every warp holds every length (batch <= 32, v25)
 
   // After finish():
   int splits = 1;
@@ -108,9 +119,11 @@ struct BatchAutoDecision {
     // Lengths first: the guess waits on cache_seqlens[0] and nothing else.
     first_raw = args.cache_seqlens[0];
     last_raw = args.cache_seqlens[args.batch - 1];
-    own_raw = static_cast<int>(threadIdx.x) < args.batch ? args.cache_seqlens[threadIdx.x] : 0;
-    const uint32_t* words = reinterpret_cast<const uint32_t*>(argument.table);
     const int lane = threadIdx.x % 32;
+    warp_local = argument.warp_reduce != 0 && args.batch <= 32;
+    const int own = warp_local ? lane : static_cast<int>(threadIdx.x);
+    own_raw = own < args.batch ? args.cache_seqlens[own] : 0;
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(argument.table);
     if (lane < kWordsPerRow) guess_row_word = __ldg(words + argument.launch_batch_row * kWordsPerRow + lane);
     // The table's words land in registers and go to shared memory in choose_splits() (non-uniform
     // batches only): storing each word at once would wait for it before the lengths are even
@@ -144,7 +157,7 @@ struct BatchAutoDecision {
     longest = 0;
     shortest = INT_MAX;
     total = 0;
-    if (static_cast<int>(threadIdx.x) < args.batch) {
+    if ((warp_local ? static_cast<int>(threadIdx.x % 32) : static_cast<int>(threadIdx.x)) < args.batch) {
       longest = shortest = clamp_to_capacity(args, own_raw);
       total = longest;
     }
@@ -159,6 +172,10 @@ struct BatchAutoDecision {
       longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
       shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, offset));
       total += __shfl_xor_sync(0xffffffffu, total, offset);
+    }
+    if (warp_local) {  // the warp saw every length: no barrier ties the CTA's warps together
+      uniform = shortest == longest;
+      return;
     }
     if (threadIdx.x % 32 == 0) {
       warp_longest[threadIdx.x / 32] = longest;
@@ -299,7 +316,7 @@ template <typename Element, int kHeadDim, bool kPaged, typename Group, typename 
 __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                  Group group, int batch_index, int kv_head, int split,
                                                  int splits, int seqlen, const Check& check,
-                                                 const TimelineItemTrace trace = {}) {
+                                                 bool compact_partials, const TimelineItemTrace trace = {}) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
   constexpr int kStages = decode_stages<kHeadDim>();
@@ -501,7 +518,9 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   group.sync();
 
   // Each thread sums 4 consecutive columns of one row over the warps and stores them.
-  const int64_t split_stride = args.num_splits;
+  // compact_partials: every sequence of the call has `splits` splits (num_splits = auto), so the
+  // partials need only that stride, not the grid's bound (kernels/NOTES.md, v24).
+  const int64_t split_stride = compact_partials ? splits : args.num_splits;
   for (int index = static_cast<int>(group.thread()) * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
     const int row = index / kHeadDim;
     const int column = index % kHeadDim;
@@ -590,7 +609,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, WarpGroup<1>{},
                                                batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
                                                splits_of_sequence(args, batch_index, batch_auto_splits),
-                                               clamped_length(args, batch_index), NothingToCheck{},
+                                               clamped_length(args, batch_index), NothingToCheck{}, partials_are_compact(auto_table),
                                                trace.begin_item(blockIdx.x + gridDim.x * blockIdx.y, threadIdx.x == 0));
   timeline_mark_max(TimelineSlot::split_exit_last);
   trace.mark(TraceSplitField::exit, threadIdx.x == 0);
@@ -705,6 +724,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
           held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
                                                               row % args.num_kv_heads, virtual_cta / rows, guess, length,
                                                               GuessCheck<decltype(guess_held)>{guess_held, auto_table.verify_late != 0},
+                                                              partials_are_compact(auto_table),
                                                               trace.begin_item(virtual_cta, group.thread() == 0));
         } else {
           held = guess_held();
@@ -739,7 +759,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       group.sync();  // the previous item's epilogue is done with the group's pipeline buffers
       decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
                                                    row % args.num_kv_heads, item / rows, batch_auto_splits,
-                                                   uniform_length, NothingToCheck{},
+                                                   uniform_length, NothingToCheck{}, partials_are_compact(auto_table),
                                                    trace.begin_item(item, group.thread() == 0));
     }
     mark_exit();
@@ -786,7 +806,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     group.sync();
     decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, low, local % args.num_kv_heads,
                                                  local / args.num_kv_heads, splits_of_sequence(args, low, batch_auto_splits),
-                                                 clamped_length(args, low), NothingToCheck{},
+                                                 clamped_length(args, low), NothingToCheck{}, partials_are_compact(auto_table),
                                                  trace.begin_item(item, group.thread() == 0));
   }
   mark_exit();
