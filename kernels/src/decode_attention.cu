@@ -126,11 +126,6 @@ bool auto_compacts_partials() {
   static const bool compact = environment_int("SPLITKV_AUTO_COMPACT_PARTIALS", 1) != 0;
   return compact;
 }
-// SPLITKV_AUTO_WARP_REDUCE=1 (v25): batches of <= 32 reduce their lengths within each warp.
-bool auto_reduces_in_warps() {
-  static const bool warp = environment_int("SPLITKV_AUTO_WARP_REDUCE", 0) != 0;
-  return warp;
-}
 bool auto_warms_combine() {
   static const bool warm = environment_int("SPLITKV_AUTO_WARM_COMBINE", 1) != 0;
   return warm;
@@ -197,7 +192,6 @@ kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params
     argument.verify_late = auto_verifies_guess_late() ? 1 : 0;
     argument.compact_partials = auto_compacts_partials() ? 1 : 0;
     argument.warm_combine = auto_warms_combine() ? 1 : 0;
-    argument.warp_reduce = auto_reduces_in_warps() ? 1 : 0;
   }
   return argument;
 }

@@ -63,7 +63,6 @@ struct AutoTableArgument<true> {
   int verify_late;               // 1: check the guess after the first item's last tile (v9h)
   int compact_partials;          // 1: partials strided by the batch's count, not the grid's bound (v24)
   int warm_combine;              // 1: the combine runs its merge code once dry before its wait (v24)
-  int warp_reduce;               // 1: batches of <= 32 reduce their lengths in every warp, no barrier (v25)
 };
 
 // Whether this call's partials are strided by the batch's split count (AutoTableArgument).
@@ -109,7 +108,6 @@ struct BatchAutoDecision {
   int own_raw = 0;                           // cache_seqlens[threadIdx.x] when threadIdx.x < batch
   int longest = 0, shortest = 0;
   long long total = 0;
-  bool warp_local = false;                   // every warp holds every length (batch <= 32, v25)
 
   // After finish():
   int splits = 1;
@@ -119,11 +117,9 @@ struct BatchAutoDecision {
     // Lengths first: the guess waits on cache_seqlens[0] and nothing else.
     first_raw = args.cache_seqlens[0];
     last_raw = args.cache_seqlens[args.batch - 1];
-    const int lane = threadIdx.x % 32;
-    warp_local = argument.warp_reduce != 0 && args.batch <= 32;
-    const int own = warp_local ? lane : static_cast<int>(threadIdx.x);
-    own_raw = own < args.batch ? args.cache_seqlens[own] : 0;
+    own_raw = static_cast<int>(threadIdx.x) < args.batch ? args.cache_seqlens[threadIdx.x] : 0;
     const uint32_t* words = reinterpret_cast<const uint32_t*>(argument.table);
+    const int lane = threadIdx.x % 32;
     if (lane < kWordsPerRow) guess_row_word = __ldg(words + argument.launch_batch_row * kWordsPerRow + lane);
     // The table's words land in registers and go to shared memory in choose_splits() (non-uniform
     // batches only): storing each word at once would wait for it before the lengths are even
@@ -157,7 +153,7 @@ struct BatchAutoDecision {
     longest = 0;
     shortest = INT_MAX;
     total = 0;
-    if ((warp_local ? static_cast<int>(threadIdx.x % 32) : static_cast<int>(threadIdx.x)) < args.batch) {
+    if (static_cast<int>(threadIdx.x) < args.batch) {
       longest = shortest = clamp_to_capacity(args, own_raw);
       total = longest;
     }
@@ -172,10 +168,6 @@ struct BatchAutoDecision {
       longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, offset));
       shortest = min(shortest, __shfl_xor_sync(0xffffffffu, shortest, offset));
       total += __shfl_xor_sync(0xffffffffu, total, offset);
-    }
-    if (warp_local) {  // the warp saw every length: no barrier ties the CTA's warps together
-      uniform = shortest == longest;
-      return;
     }
     if (threadIdx.x % 32 == 0) {
       warp_longest[threadIdx.x / 32] = longest;
