@@ -245,7 +245,8 @@ class HeaderParser {
     // states another would be answered with this one's, so it is refused instead.
     for (const auto& [name, value] : {std::pair<const char*, int>{"kWaveGuardMoreFactor", kWaveGuardMoreFactor},
                                       {"kWaveGuardMinTilesPerSplit", kWaveGuardMinTilesPerSplit},
-                                      {"kWaveGuardWaveOverheadTiles", kWaveGuardWaveOverheadTiles}}) {
+                                      {"kWaveGuardWaveOverheadTiles", kWaveGuardWaveOverheadTiles},
+                                      {"kWaveGuardSparseWavePercent", kWaveGuardSparseWavePercent}}) {
       if (line_of(name) == 0)
         fail(line_of("kWaveGuardMarginPercent"),
              fmt::format("{} missing: the header predates this build's wave guard; regenerate it with splitkv fit", name));

@@ -191,13 +191,32 @@ std::string emit_measured_ctas(const SplitTable& table) {
       "                   splits, (unsigned long long)ctas, (unsigned long long)tiles, max_splits);\n"
       "}}\n"
       "\n"
+      "// Whether `splits` put a last wave of at most kWaveGuardSparseWavePercent of the slots behind the\n"
+      "// others, every CTA of it a full-length split (splits are the grid's slow axis: the last wave\n"
+      "// starts inside split (waves - 1) x slots / ctas). At a measured CTA count only such a spill is\n"
+      "// guarded: the lengths that decided the cell split otherwise.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE constexpr bool spills_sparse_wave_of_full_splits(int splits, long long ctas,\n"
+      "                                                                            long long tokens, long long slots) {{\n"
+      "  const long long tiles = tokens <= 0 ? 0 : (tokens + 63) / 64;\n"
+      "  if (splits < 1 || ctas < 1 || tiles < 1) return false;\n"
+      "  const long long per = (tiles + splits - 1) / splits;\n"
+      "  const long long live = (tiles + per - 1) / per;\n"
+      "  const long long waves = (ctas * live + slots - 1) / slots;\n"
+      "  if (waves < 2) return false;\n"
+      "  const bool full_length = (waves - 1) * slots / ctas < live - 1 || tiles - (live - 1) * per == per;\n"
+      "  return full_length && (ctas * live - (waves - 1) * slots) * 100 <= slots * kWaveGuardSparseWavePercent;\n"
+      "}}\n"
+      "\n"
       "SPLITKV_GENERATED_HOST_DEVICE inline int guard_unmeasured(int splits, long long ctas, int head_dim, int page_size,\n"
       "                                                          long long tokens, int max_splits) {{\n"
       "  if (kWaveGuardMarginPercent < 0) return splits;\n"
       "  // The arithmetic first: it leaves most answers alone, and then the search is not needed.\n"
-      "  const int guarded = head_dim <= 128 ? wave_guard<2 * kSmCount>(splits, ctas, tokens, max_splits)  // CTAs per SM\n"
+      "  const long long slots = head_dim <= 128 ? 2LL * kSmCount : kSmCount;  // resident CTAs per SM\n"
+      "  const int guarded = head_dim <= 128 ? wave_guard<2 * kSmCount>(splits, ctas, tokens, max_splits)\n"
       "                                      : wave_guard<kSmCount>(splits, ctas, tokens, max_splits);\n"
-      "  if (guarded == splits || measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas))\n"
+      "  if (guarded == splits) return splits;\n"
+      "  if (measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas) &&\n"
+      "      !spills_sparse_wave_of_full_splits(splits, ctas, tokens, slots))\n"
       "    return splits;\n"
       "  return guarded;\n"
       "}}\n"
@@ -398,7 +417,9 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "//   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most\n"
       "//   splits that need one wave of resident CTAs fewer, or raise it (up to kWaveGuardMoreFactor\n"
       "//   times) where that fills the last wave better (kWaveGuardMarginPercent), counting each\n"
-      "//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles.\n"
+      "//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles; at a measured batch *\n"
+      "//   kv_heads it does so only where the answer spills a last wave of full-length splits\n"
+      "//   holding at most kWaveGuardSparseWavePercent of the resident CTAs.\n"
       "// Each cell holds the split count with the lowest geometric-mean time over the measured\n"
       "// shapes in that cell (relative to each shape's fastest); cells no shape fell in copy\n"
       "// their nearest measured neighbour.\n"
@@ -476,8 +497,11 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
                      kWaveGuardMoreFactor);
   out += fmt::format("inline constexpr int kWaveGuardMinTilesPerSplit = {};  // ... keeping this many 64-token tiles each\n",
                      kWaveGuardMinTilesPerSplit);
-  out += fmt::format("inline constexpr int kWaveGuardWaveOverheadTiles = {};  // a wave's cost beyond its tiles, in tiles\n\n",
+  out += fmt::format("inline constexpr int kWaveGuardWaveOverheadTiles = {};  // a wave's cost beyond its tiles, in tiles\n",
                      kWaveGuardWaveOverheadTiles);
+  out += fmt::format(
+      "inline constexpr int kWaveGuardSparseWavePercent = {};  // at measured CTA counts: a last wave this sparse\n\n",
+      kWaveGuardSparseWavePercent);
 
   out += fmt::format(
       "// floor(log2(v)), 0 for v = 0: one __builtin_clzll on GCC and Clang hosts, portable shifts on the\n"

@@ -209,12 +209,29 @@ int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, in
                                sm_count, wave_guard_margin_percent, max_splits);
 }
 
+bool spills_sparse_wave_of_full_splits(int splits, std::int64_t ctas, std::int64_t tokens, int slots) {
+  const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
+  if (splits < 1 || ctas < 1 || slots < 1 || tiles < 1) return false;
+  const std::int64_t per = (tiles + splits - 1) / splits;
+  const std::int64_t live = (tiles + per - 1) / per;
+  const std::int64_t waves = (ctas * live + slots - 1) / slots;
+  if (waves < 2) return false;
+  // Splits are the grid's slow axis, so the last wave starts inside split (waves - 1) x slots / ctas:
+  // a split before the last one (full length), or the last one when the length divides evenly.
+  const bool full_length = (waves - 1) * slots / ctas < live - 1 || tiles - (live - 1) * per == per;
+  const std::int64_t in_last_wave = ctas * live - (waves - 1) * slots;
+  return full_length && in_last_wave * 100 <= std::int64_t(slots) * kWaveGuardSparseWavePercent;
+}
+
 int guard_unmeasured_ctas(int splits, std::int64_t ctas, std::int64_t tokens, int head_dim,
                           const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent,
                           int max_splits) {
   if (sm_count <= 0 || margin_percent < 0) return splits;
-  if (std::binary_search(measured_in_plane.begin(), measured_in_plane.end(), ctas)) return splits;
-  return wave_guard(splits, ctas, tokens, sm_count * resident_ctas_per_sm(head_dim), margin_percent, max_splits);
+  const int slots = sm_count * resident_ctas_per_sm(head_dim);
+  if (std::binary_search(measured_in_plane.begin(), measured_in_plane.end(), ctas) &&
+      !spills_sparse_wave_of_full_splits(splits, ctas, tokens, slots))
+    return splits;
+  return wave_guard(splits, ctas, tokens, slots, margin_percent, max_splits);
 }
 
 int table_tokens(const MeasuredShape& shape, LengthAxis axis) {

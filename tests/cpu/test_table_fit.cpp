@@ -332,5 +332,34 @@ TEST(WaveGuard, OnlyWhereThePlaneNeverMeasuredTheCtaCount) {
   EXPECT_EQ(guard_unmeasured_ctas(2, 96, 20000, 256, measured, 132, 10, 128), 4);
 }
 
+// At a measured CTA count the table stands unless its count spills a last wave of at most
+// kWaveGuardSparseWavePercent of the slots, all of it full-length splits (heuristics/FIT.md, "What
+// the 48-CTA family is"): validation's 48 CTAs x 6 splits at L1500.
+TEST(WaveGuard, AtMeasuredCountsOnlyASparseSpillOfFullSplits) {
+  static_assert(kWaveGuardSparseWavePercent == 25, "the cases below count a quarter of 264 slots");
+  // L1500: 24 tiles, 6 splits of 4, 288 CTAs: the last wave is 24 CTAs (9% of 264) of split 5,
+  // 4 tiles like the rest.
+  EXPECT_TRUE(spills_sparse_wave_of_full_splits(6, 48, 1500, 264));
+  // L2048: 32 tiles, 6 per split, split 5 holds 2: the spilled CTAs are short.
+  EXPECT_FALSE(spills_sparse_wave_of_full_splits(6, 48, 2048, 264));
+  // L1600: 25 tiles, 5 per split, so 5 live splits: 240 CTAs, one wave.
+  EXPECT_FALSE(spills_sparse_wave_of_full_splits(6, 48, 1600, 264));
+  // 64 CTAs x 8 splits of 4096 tokens (8 tiles each): 512 CTAs, the last wave 248 of 264: not sparse.
+  EXPECT_FALSE(spills_sparse_wave_of_full_splits(8, 64, 4096, 264));
+  // 88 CTAs x 4 splits of 20000 tokens (313 tiles: 79 per split, the last 76): the last wave
+  // (88 CTAs, 33%) starts in split 3, the short one, and is not sparse either.
+  EXPECT_FALSE(spills_sparse_wave_of_full_splits(4, 88, 20000, 264));
+  // One wave, or no work: nothing spills.
+  EXPECT_FALSE(spills_sparse_wave_of_full_splits(4, 48, 1500, 264));
+  EXPECT_FALSE(spills_sparse_wave_of_full_splits(6, 48, 0, 264));
+
+  const std::vector<std::int64_t> measured = {48, 88, 104};
+  // 48 is measured, and 6 splits of L1500 spill sparsely: the guard runs. 2 waves x (4 + 4) = 16
+  // against the most splits in one wave, 264 / 48 = 5, on the ladder 4: 6 tiles, 1 wave: 10.
+  EXPECT_EQ(guard_unmeasured_ctas(6, 48, 1500, 128, measured, 132, 5, 128), 4);
+  // The same count at L2048 stands: its spill is split 5's 2 tiles, as the cell's lengths measured.
+  EXPECT_EQ(guard_unmeasured_ctas(6, 48, 2048, 128, measured, 132, 5, 128), 6);
+}
+
 }  // namespace
 }  // namespace splitkv::heuristics

@@ -67,6 +67,12 @@ inline constexpr int kWaveGuardMinTilesPerSplit = 16;
 // count that adds a wave of short splits costs more than its tiles alone. Chosen by
 // cross-validation with the margin (heuristics/FIT.md, "Per-wave overhead").
 inline constexpr int kWaveGuardWaveOverheadTiles = 4;
+// At a CTA count the training shapes measured, the table's answer stands unless its split count
+// spills a last wave that holds at most this share of the slots, in percent, and whose splits are
+// full length (the length divides evenly, so the spilled CTAs cost a whole split): the lengths that
+// decided the cell split otherwise (heuristics/FIT.md, "What the 48-CTA family is"). Chosen by
+// cross-validation and the off-centre sets.
+inline constexpr int kWaveGuardSparseWavePercent = 25;
 
 // The wave guard (heuristics/FIT.md, "Wave guard"), in waves of `slots` resident CTAs x (64-token
 // tiles per split + kWaveGuardWaveOverheadTiles): when `splits` spills `ctas` into one more wave
@@ -77,9 +83,15 @@ inline constexpr int kWaveGuardWaveOverheadTiles = 4;
 // `splits`. Integer-exact; the generated header does the same arithmetic.
 int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent, int max_splits);
 
+// Whether `splits` of `tokens` over `ctas` rows put a last wave of at most
+// kWaveGuardSparseWavePercent of `slots` CTAs behind the others, every one of them a full-length
+// split.
+bool spills_sparse_wave_of_full_splits(int splits, std::int64_t ctas, std::int64_t tokens, int slots);
+
 // A lookup's last step (SplitTable::lookup and the parsed header's): the wave guard, unless the
-// plane measured this exact CTA count (`measured_in_plane`, ascending), sm_count is 0 or the
-// margin < 0. What the generated header's guard_unmeasured computes.
+// plane measured this exact CTA count (`measured_in_plane`, ascending) and the count does not
+// spill a sparse wave of full-length splits, sm_count is 0 or the margin < 0. What the generated
+// header's guard_unmeasured computes.
 int guard_unmeasured_ctas(int splits, std::int64_t ctas, std::int64_t tokens, int head_dim,
                           const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent,
                           int max_splits);

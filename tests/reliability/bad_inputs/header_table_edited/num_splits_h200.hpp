@@ -27,7 +27,9 @@
 //   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most
 //   splits that need one wave of resident CTAs fewer, or raise it (up to kWaveGuardMoreFactor
 //   times) where that fills the last wave better (kWaveGuardMarginPercent), counting each
-//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles.
+//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles; at a measured batch *
+//   kv_heads it does so only where the answer spills a last wave of full-length splits
+//   holding at most kWaveGuardSparseWavePercent of the resident CTAs.
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
 // their nearest measured neighbour.
@@ -79,6 +81,7 @@ inline constexpr int kWaveGuardMarginPercent = 5;  // < 0: no wave guard (heuris
 inline constexpr int kWaveGuardMoreFactor = 4;  // the guard asks up to this many times the splits
 inline constexpr int kWaveGuardMinTilesPerSplit = 16;  // ... keeping this many 64-token tiles each
 inline constexpr int kWaveGuardWaveOverheadTiles = 4;  // a wave's cost beyond its tiles, in tiles
+inline constexpr int kWaveGuardSparseWavePercent = 25;  // at measured CTA counts: a last wave this sparse
 
 // floor(log2(v)), 0 for v = 0: one __builtin_clzll on GCC and Clang hosts, portable shifts on the
 // device and elsewhere (the same results).
@@ -297,13 +300,32 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long cta
                    splits, (unsigned long long)ctas, (unsigned long long)tiles, max_splits);
 }
 
+// Whether `splits` put a last wave of at most kWaveGuardSparseWavePercent of the slots behind the
+// others, every CTA of it a full-length split (splits are the grid's slow axis: the last wave
+// starts inside split (waves - 1) x slots / ctas). At a measured CTA count only such a spill is
+// guarded: the lengths that decided the cell split otherwise.
+SPLITKV_GENERATED_HOST_DEVICE constexpr bool spills_sparse_wave_of_full_splits(int splits, long long ctas,
+                                                                            long long tokens, long long slots) {
+  const long long tiles = tokens <= 0 ? 0 : (tokens + 63) / 64;
+  if (splits < 1 || ctas < 1 || tiles < 1) return false;
+  const long long per = (tiles + splits - 1) / splits;
+  const long long live = (tiles + per - 1) / per;
+  const long long waves = (ctas * live + slots - 1) / slots;
+  if (waves < 2) return false;
+  const bool full_length = (waves - 1) * slots / ctas < live - 1 || tiles - (live - 1) * per == per;
+  return full_length && (ctas * live - (waves - 1) * slots) * 100 <= slots * kWaveGuardSparseWavePercent;
+}
+
 SPLITKV_GENERATED_HOST_DEVICE inline int guard_unmeasured(int splits, long long ctas, int head_dim, int page_size,
                                                           long long tokens, int max_splits) {
   if (kWaveGuardMarginPercent < 0) return splits;
   // The arithmetic first: it leaves most answers alone, and then the search is not needed.
-  const int guarded = head_dim <= 128 ? wave_guard<2 * kSmCount>(splits, ctas, tokens, max_splits)  // CTAs per SM
+  const long long slots = head_dim <= 128 ? 2LL * kSmCount : kSmCount;  // resident CTAs per SM
+  const int guarded = head_dim <= 128 ? wave_guard<2 * kSmCount>(splits, ctas, tokens, max_splits)
                                       : wave_guard<kSmCount>(splits, ctas, tokens, max_splits);
-  if (guarded == splits || measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas))
+  if (guarded == splits) return splits;
+  if (measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas) &&
+      !spills_sparse_wave_of_full_splits(splits, ctas, tokens, slots))
     return splits;
   return guarded;
 }

@@ -27,7 +27,9 @@
 //   at a batch * kv_heads the sweep never measured, the wave guard may lower it to the most
 //   splits that need one wave of resident CTAs fewer, or raise it (up to kWaveGuardMoreFactor
 //   times) where that fills the last wave better (kWaveGuardMarginPercent), counting each
-//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles.
+//   wave as its tiles per split plus kWaveGuardWaveOverheadTiles; at a measured batch *
+//   kv_heads it does so only where the answer spills a last wave of full-length splits
+//   holding at most kWaveGuardSparseWavePercent of the resident CTAs.
 // Each cell holds the split count with the lowest geometric-mean time over the measured
 // shapes in that cell (relative to each shape's fastest); cells no shape fell in copy
 // their nearest measured neighbour.
@@ -79,6 +81,7 @@ inline constexpr int kWaveGuardMarginPercent = 5;  // < 0: no wave guard (heuris
 inline constexpr int kWaveGuardMoreFactor = 4;  // the guard asks up to this many times the splits
 inline constexpr int kWaveGuardMinTilesPerSplit = 16;  // ... keeping this many 64-token tiles each
 inline constexpr int kWaveGuardWaveOverheadTiles = 4;  // a wave's cost beyond its tiles, in tiles
+inline constexpr int kWaveGuardSparseWavePercent = 25;  // at measured CTA counts: a last wave this sparse
 
 // floor(log2(v)), 0 for v = 0: one __builtin_clzll on GCC and Clang hosts, portable shifts on the
 // device and elsewhere (the same results).
