@@ -367,6 +367,7 @@ HeaderProvenance provenance_of(const Measurements& m, const std::string& short_n
   p.sm_count = m.sm_count;
   p.sm_count_source = m.sm_count_source;
   p.input_path = m.source_display;
+  p.input_arguments = command_line_inputs(m);
   p.input_sha256 = m.sha256;
   p.measured_at = m.measured_at;
   p.kernel = m.kernel;
@@ -382,10 +383,7 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
   const EmittedTable real_table = emit_table(real, "real_length", "length");
   const EmittedTable cap_table = emit_table(cap, "capacity", "capacity");
 
-  // Several training CSVs are recorded as "a.csv + b.csv" (merge_measurements); on the command line
-  // they are separate arguments.
-  std::string input_arguments = p.input_path;
-  for (std::size_t at; (at = input_arguments.find(" + ")) != std::string::npos;) input_arguments.replace(at, 3, " ");
+  const std::string& input_arguments = p.input_arguments.empty() ? p.input_path : p.input_arguments;
   std::string out;
   out += fmt::format(
       "// num_splits_{short}.hpp: split-KV decode num_splits heuristic for {gpu} ({sms} SMs).\n"

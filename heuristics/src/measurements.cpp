@@ -140,6 +140,7 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
   Measurements m;
   m.source = source;
   m.source_display = display_path(source);
+  m.part_displays = {m.source_display};
   m.sha256 = tuner::sha256_hex(text);
   m.counts.rows = std::int64_t(csv.rows.size());
   m.gpu = csv.rows.front().gpu;
@@ -293,6 +294,20 @@ Measurements load_measurements(const std::string& path, const LoadOptions& optio
   return m;
 }
 
+std::string command_line_inputs(const Measurements& measurements) {
+  const auto quoted = [](const std::string& path) {
+    const bool plain = !path.empty() && path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                              "0123456789_-+=.,/:@%") == std::string::npos;
+    if (plain) return path;
+    std::string out = "'";
+    for (char c : path) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  std::string out;
+  for (const std::string& path : measurements.part_displays) out += (out.empty() ? "" : " ") + quoted(path);
+  return out;
+}
+
 Measurements merge_measurements(std::vector<Measurements> parts) {
   if (parts.empty()) throw std::invalid_argument("merge_measurements: no parts");
   if (parts.size() == 1) return std::move(parts.front());
@@ -329,6 +344,7 @@ Measurements merge_measurements(std::vector<Measurements> parts) {
     }
     join(merged.source, part.source);
     join(merged.source_display, part.source_display);
+    merged.part_displays.insert(merged.part_displays.end(), part.part_displays.begin(), part.part_displays.end());
     digests += (digests.empty() ? "" : "\n") + part.sha256;
     merged.measured_at = std::max(merged.measured_at, part.measured_at);
     merged.counts.rows += part.counts.rows;

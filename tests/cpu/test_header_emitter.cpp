@@ -90,6 +90,18 @@ TEST(HeaderEmitter, SidecarDateIsRecorded) {
   EXPECT_PRED2(contains, h, "//   measured   2026-11-29T10:02:10Z (sidecar)");
 }
 
+// Several training CSVs: the provenance records them joined by " + ", the regenerate command names
+// each as its own argument, quoted where a path holds what a shell would split.
+TEST(HeaderEmitter, RegenerateCommandNamesEachTrainingCsv) {
+  const std::string csv = synthetic_results_csv(small_grid());
+  Measurements m = measurements_from_text(csv, "runs/a + b.csv");
+  m.part_displays = {"runs/a + b.csv", "results/h200/more.csv"};
+  m.source_display = "runs/a + b.csv + results/h200/more.csv";
+  const std::string h = emit_num_splits_header(fit_heuristic(m.shapes), provenance_of(m, "h200", "x.hpp", "0.1.0"));
+  EXPECT_PRED2(contains, h, "//   splitkv fit 'runs/a + b.csv' results/h200/more.csv --out x.hpp\n");
+  EXPECT_PRED2(contains, h, "//   input      runs/a + b.csv + results/h200/more.csv");
+}
+
 TEST(HeaderEmitter, FullGridHeaderStaysSmall) {
   const std::string h = emit_from(synthetic_results_csv(synthetic_training_grid()));
   EXPECT_LT(h.size(), 64u * 1024u);

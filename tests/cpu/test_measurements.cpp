@@ -217,6 +217,13 @@ TEST(Measurements, MergedPartsFormOneTrainingSet) {
   EXPECT_EQ(reversed.shapes[0].point.batch, 1);
   // One part is itself.
   EXPECT_EQ(merge_measurements({a}).sha256, a.sha256);
+  // On a command line the parts are separate arguments, quoted where a shell needs it: the
+  // recorded "x + y" cannot be split back when a path itself holds " + ".
+  EXPECT_EQ(command_line_inputs(merged), "a.csv b.csv");
+  const Measurements odd = merge_measurements(
+      {measurements_from_text(a_text, "runs/a + b.csv"), measurements_from_text(b_text, "it's.csv")});
+  EXPECT_EQ(odd.source_display, "runs/a + b.csv + it's.csv");
+  EXPECT_EQ(command_line_inputs(odd), "'runs/a + b.csv' 'it'\\''s.csv'");
 
   auto error_of_merge = [](std::vector<Measurements> parts) -> std::string {
     try {

@@ -18,7 +18,8 @@ struct HeaderProvenance {
   std::string short_name;    // C++ identifier for the namespace and file, e.g. "h200"
   int sm_count = 0;
   std::string sm_count_source;
-  std::string input_path;    // as recorded: display_path() of the CSV
+  std::string input_path;    // as recorded: display_path() of the CSV ("a.csv + b.csv" for several)
+  std::string input_arguments;  // the same as `splitkv fit` arguments (command_line_inputs)
   std::string input_sha256;
   std::string measured_at;   // the sidecar's date; empty when there is none
   std::string kernel;

@@ -60,6 +60,7 @@ struct RowCounts {
 struct Measurements {
   std::string source;            // path as given
   std::string source_display;    // path as recorded in reports: relative, normalised
+  std::vector<std::string> part_displays;  // source_display of each CSV merged in, in order
   std::string sha256;            // of the file's bytes
   std::string gpu;               // the gpu column (one per file)
   std::string kernel;            // the kernel the shapes belong to
@@ -95,6 +96,10 @@ Measurements merge_measurements(std::vector<Measurements> parts);
 // The same from bytes already in memory (tests, --check); `source` names them in messages.
 Measurements measurements_from_text(std::string_view text, const std::string& source,
                                     const LoadOptions& options = {});
+
+// The training CSVs as `splitkv fit` takes them on a command line: part_displays separated by
+// spaces, each quoted for a POSIX shell where it needs it (a path may itself hold " + ").
+std::string command_line_inputs(const Measurements& measurements);
 
 // SM counts of GPUs we know, for CSVs without a sidecar; 0 when unknown.
 int known_sm_count(std::string_view gpu_name);
