@@ -78,10 +78,29 @@ int octaves_below(int buckets_below, int buckets_per_octave) {
   return buckets_below <= 0 ? 0 : (buckets_below + buckets_per_octave - 1) / buckets_per_octave;
 }
 
+namespace {
+
+// `count` splits of `tiles` 64-token tiles over `ctas` rows: tiles per split, the splits that hold
+// work, and the waves of `slots` resident CTAs they fill.
+struct SplitWaves {
+  std::int64_t per = 0, live = 0, waves = 0;
+};
+SplitWaves split_waves(std::int64_t count, std::int64_t ctas, std::int64_t tiles, std::int64_t slots) {
+  SplitWaves w;
+  w.per = (tiles + count - 1) / count;
+  w.live = (tiles + w.per - 1) / w.per;
+  w.waves = (ctas * w.live + slots - 1) / slots;
+  return w;
+}
+
+std::int64_t tiles_of(std::int64_t tokens) { return (std::max<std::int64_t>(tokens, 0) + 63) / 64; }
+
+}  // namespace
+
 int scale_below_edge_and_cap(int cell_splits, int octaves_below, int max_splits, std::int64_t tokens) {
   const std::int64_t scaled =
       std::min<std::int64_t>(std::int64_t(cell_splits) << std::clamp(octaves_below, 0, 8), max_splits);
-  const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
+  const std::int64_t tiles = tiles_of(tokens);
   return int(std::max<std::int64_t>(1, std::min(scaled, tiles)));
 }
 
@@ -97,15 +116,13 @@ int resident_ctas_per_sm(int head_dim) { return head_dim <= 128 ? 2 : 1; }
 
 int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent, int max_splits) {
   if (splits < 1 || ctas < 1 || slots < 1 || margin_percent < 0) return splits;
-  const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
+  const std::int64_t tiles = tiles_of(tokens);
   if (tiles < 1) return splits;
   // Waves of the splits that hold work, and their cost: waves x (tiles per split + a wave's overhead).
   auto waves_and_cost = [&](std::int64_t count, std::int64_t* cost) {
-    const std::int64_t per = (tiles + count - 1) / count;
-    const std::int64_t live = (tiles + per - 1) / per;
-    const std::int64_t waves = (ctas * live + slots - 1) / slots;
-    *cost = waves * (per + kWaveGuardWaveOverheadTiles);
-    return waves;
+    const SplitWaves w = split_waves(count, ctas, tiles, slots);
+    *cost = w.waves * (w.per + kWaveGuardWaveOverheadTiles);
+    return w.waves;
   };
   auto cheaper = [&](std::int64_t candidate_cost, std::int64_t cost) {
     return candidate_cost * (100 + margin_percent) < cost * 100;
@@ -210,16 +227,14 @@ int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, in
 }
 
 bool spills_sparse_wave_of_full_splits(int splits, std::int64_t ctas, std::int64_t tokens, int slots) {
-  const std::int64_t tiles = (std::max<std::int64_t>(tokens, 0) + 63) / 64;
+  const std::int64_t tiles = tiles_of(tokens);
   if (splits < 1 || ctas < 1 || slots < 1 || tiles < 1) return false;
-  const std::int64_t per = (tiles + splits - 1) / splits;
-  const std::int64_t live = (tiles + per - 1) / per;
-  const std::int64_t waves = (ctas * live + slots - 1) / slots;
-  if (waves < 2) return false;
+  const SplitWaves w = split_waves(splits, ctas, tiles, slots);
+  if (w.waves < 2) return false;
   // Splits are the grid's slow axis, so the last wave starts inside split (waves - 1) x slots / ctas:
   // a split before the last one (full length), or the last one when the length divides evenly.
-  const bool full_length = (waves - 1) * slots / ctas < live - 1 || tiles - (live - 1) * per == per;
-  const std::int64_t in_last_wave = ctas * live - (waves - 1) * slots;
+  const bool full_length = (w.waves - 1) * slots / ctas < w.live - 1 || tiles - (w.live - 1) * w.per == w.per;
+  const std::int64_t in_last_wave = ctas * w.live - (w.waves - 1) * slots;
   return full_length && in_last_wave * 100 <= std::int64_t(slots) * kWaveGuardSparseWavePercent;
 }
 

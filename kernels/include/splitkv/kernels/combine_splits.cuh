@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
     timeline_combine_mark(TraceCombineField::exit_warp0, warp, lane == 0);
     return;
   }
-  const int64_t split_stride = partials_are_compact(auto_table) ? splits : args.num_splits;
+  const int64_t split_stride = partial_split_stride(args, splits, partials_are_compact(auto_table));
 
   // One merge of the row. `real` false is a dry run of the same instructions with no split live
   // and nothing stored: the auto combine may run it before its wait (warm_combine, v24).

@@ -72,6 +72,13 @@ __device__ __forceinline__ bool partials_are_compact(const AutoTableArgument<kAu
   else return false;
 }
 
+// Row stride, in splits, of the partial outputs: the batch's own count when every sequence of the
+// call has it (partials_are_compact), else the grid's bound. The split kernel writes and the combine
+// reads with it.
+__device__ __forceinline__ int64_t partial_split_stride(const DecodeKernelArgs& args, int splits, bool compact) {
+  return compact ? splits : args.num_splits;
+}
+
 // A length as the kernels use it: cache_seqlens may hold anything, the cache holds [0, capacity].
 __device__ __forceinline__ int clamp_to_capacity(const DecodeKernelArgs& args, int length) {
   return min(max(length, 0), args.cache_capacity);
@@ -512,7 +519,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   // Each thread sums 4 consecutive columns of one row over the warps and stores them.
   // compact_partials: every sequence of the call has `splits` splits (num_splits = auto), so the
   // partials need only that stride, not the grid's bound (kernels/NOTES.md, v24).
-  const int64_t split_stride = compact_partials ? splits : args.num_splits;
+  const int64_t split_stride = partial_split_stride(args, splits, compact_partials);
   for (int index = static_cast<int>(group.thread()) * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
     const int row = index / kHeadDim;
     const int column = index % kHeadDim;
