@@ -131,6 +131,48 @@ bool auto_warms_combine() {
   return warm;
 }
 
+// Speculative prefetch before the grid dependency wait (kernels/NOTES.md, v26): at most this many
+// tiles per work item; SPLITKV_PREFETCH_TILES=0 turns it off, for measurement. Read once.
+int prefetch_tile_cap() {
+  static const int cap = std::max(0, environment_int("SPLITKV_PREFETCH_TILES", 8));
+  return cap;
+}
+
+// The current device's L2 size in bytes, asked once per device.
+cudaError_t l2_cache_bytes(int* bytes) {
+  static std::mutex mutex;
+  static std::map<int, int> known;
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto found = known.find(device); found != known.end()) {
+    *bytes = found->second;
+    return cudaSuccess;
+  }
+  error = cudaDeviceGetAttribute(bytes, cudaDevAttrL2CacheSize, device);
+  if (error == cudaSuccess) known[device] = *bytes;
+  return error;
+}
+
+// Fills args.prefetch_tiles / prefetch_ctas for a launch with `items_in_flight` work items resident
+// at once, of which CTAs below `prefetch_ctas` prefetch. What all of them prefetch stays within a
+// quarter of L2, so it does not evict what the previous kernel, still running, reads.
+cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long items_in_flight, int prefetch_ctas,
+                                      kernels::DecodeKernelArgs& args) {
+  args.prefetch_tiles = 0;
+  args.prefetch_ctas = 0;
+  if (params.layout != KvLayout::contiguous || prefetch_tile_cap() == 0) return cudaSuccess;
+  int l2_bytes = 0;
+  const cudaError_t error = l2_cache_bytes(&l2_bytes);
+  if (error != cudaSuccess) return error;
+  const long long tile_bytes = 2LL * kTokensPerTile * params.head_dim * 2;  // K and V, 2-byte elements
+  const long long fit = l2_bytes / 4 / (std::max(items_in_flight, 1LL) * tile_bytes);
+  args.prefetch_tiles = static_cast<int>(std::min<long long>(prefetch_tile_cap(), fit));
+  args.prefetch_ctas = prefetch_ctas;
+  return cudaSuccess;
+}
+
 // The most dynamic shared memory one CTA may ask for on the current device.
 cudaError_t shared_memory_per_cta(int* bytes) {
   static std::mutex mutex;
@@ -211,7 +253,10 @@ cudaError_t launch_persistent_groups(const DecodeParams& params, const kernels::
   const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
   int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
   if (persistent_grid_limit() > 0) grid = std::min(grid, persistent_grid_limit());
-  return launch_kernel(kernel, dim3(grid), dim3(kernels::kThreadsPerCta * kWarpGroups), shared_bytes, stream, args,
+  kernels::DecodeKernelArgs launched = args;
+  error = plan_speculative_prefetch(params, static_cast<long long>(grid) * kWarpGroups, grid, launched);
+  if (error != cudaSuccess) return error;
+  return launch_kernel(kernel, dim3(grid), dim3(kernels::kThreadsPerCta * kWarpGroups), shared_bytes, stream, launched,
                        auto_table_argument<kAuto>(params));
 }
 
@@ -252,11 +297,19 @@ cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelA
     if (error != cudaSuccess) return error;
     shared_bytes = std::max(shared_bytes, per_cta_bytes - 4096);
   }
-  const cudaError_t error = allow_shared_memory(kernel, shared_bytes);
+  cudaError_t error = allow_shared_memory(kernel, shared_bytes);
+  // Only the CTAs that can be resident at the launch (the first wave) can run ahead of the wait;
+  // a later one would only put the length's round trip before its own loads.
+  int resident = 0;
+  if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
+  if (error != cudaSuccess) return error;
+  const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
+  kernels::DecodeKernelArgs launched = args;
+  error = plan_speculative_prefetch(params, std::min<long long>(ctas, resident), resident, launched);
   if (error != cudaSuccess) return error;
   return launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>,
                        dim3(params.batch * params.num_kv_heads, params.num_splits), dim3(kernels::kThreadsPerCta),
-                       shared_bytes, stream, args, auto_table_argument<kAuto>(params));
+                       shared_bytes, stream, launched, auto_table_argument<kAuto>(params));
 }
 
 template <typename Element, int kHeadDim, bool kAuto>

@@ -22,7 +22,8 @@ def load(path):
             t = float(row["time_us_median"])
         except ValueError:
             continue
-        times[(row["num_heads"], row["batch"], row["context_len"], row["contender"], row["num_splits"])] = t
+        times[(row["group"], row["num_heads"], row["batch"], row["head_dim"], row["context_len"],
+               row["cache_capacity"], row["contender"], row["num_splits"])] = t
     return times
 
 
@@ -38,7 +39,7 @@ def main():
     for base, head in zip(bases, heads):
         for key, t in base.items():
             if key in head:
-                name = key[3] if key[3] != "splitkv_split_search" else f"fixed@{key[4]}"
+                name = key[-2] if key[-2] != "splitkv_split_search" else f"fixed@{key[-1]}"
                 ratios[name].append(head[key] / t)
     order = lambda c: (c.startswith("fixed@"), int(c[6:]) if c.startswith("fixed@") else 0, c)
     for name in sorted(ratios, key=order):

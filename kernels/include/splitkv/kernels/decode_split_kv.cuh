@@ -49,6 +49,11 @@ struct DecodeKernelArgs {
   int batch;
   int per_sequence_splits;
   const int32_t* splits_per_sequence;
+  // Speculative prefetch (contiguous layout; kernels/NOTES.md, v26): before its grid dependency
+  // wait, a CTA whose linear index is below prefetch_ctas asks L2 for the first prefetch_tiles
+  // tiles of its first work item, placed by a length read before the wait. 0 tiles: none.
+  int prefetch_tiles;
+  int prefetch_ctas;
 };
 
 // The num_splits = auto table as a kernel argument of its own, so kernels launched without it
@@ -144,12 +149,24 @@ struct BatchAutoDecision {
     return row_count(args, first_length(args));
   }
 
+  // The launch batch's row at `length`, clamped to [1, the grid's bound], loaded by this thread
+  // alone (no shuffle, no issue_loads): for the speculative prefetch before the wait.
+  __device__ __forceinline__ static int table_count(const DecodeKernelArgs& args, const AutoTableArgument<true>& argument,
+                                                    int length) {
+    const int bucket = length_bucket(length);
+    const uint32_t word = __ldg(reinterpret_cast<const uint32_t*>(argument.table) +
+                                argument.launch_batch_row * kWordsPerRow + bucket / 4);
+    return clamp_count(args, static_cast<int>((word >> (8 * (bucket % 4))) & 0xffu));
+  }
+  __device__ __forceinline__ static int clamp_count(const DecodeKernelArgs& args, int chosen) {
+    return chosen < 1 ? 1 : (chosen > args.num_splits ? args.num_splits : chosen);
+  }
+
   // The launch batch's row at `length`, clamped to [1, the grid's bound]. Warp-wide (a shuffle).
   __device__ __forceinline__ int row_count(const DecodeKernelArgs& args, int length) const {
     const int bucket = length_bucket(length);
     const uint32_t word = __shfl_sync(0xffffffffu, guess_row_word, bucket / 4);
-    const int chosen = static_cast<int>((word >> (8 * (bucket % 4))) & 0xffu);
-    return chosen < 1 ? 1 : (chosen > args.num_splits ? args.num_splits : chosen);
+    return clamp_count(args, static_cast<int>((word >> (8 * (bucket % 4))) & 0xffu));
   }
 
   // Block-wide (every thread of the CTA calls it once): the longest, shortest and total length,
@@ -300,6 +317,30 @@ __device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args
     row = static_cast<int64_t>(batch_index) * args.cache_capacity + token;
   }
   return (row * args.num_kv_heads + kv_head) * kHeadDim;
+}
+
+// Before the grid dependency wait: pulls the first `args.prefetch_tiles` tiles of K and V of one
+// work item into L2, so that the item's first loads after the wait hit L2 instead of HBM. The
+// previous kernel may still be writing the lengths (and the cache's newest rows), so `length` may
+// be stale and the range wrong: a prefetch is only a hint, and L2 holds every SM's writes, so
+// nothing read here can be what the item reads after the wait. Contiguous layout only: a paged
+// cache's page numbers, read before the wait, could name no page at all. `threads` threads call it.
+template <typename Element, int kHeadDim>
+__device__ __forceinline__ void prefetch_item_tiles(const DecodeKernelArgs& args, int batch_index, int kv_head,
+                                                    int split, int splits, int length, int thread, int threads) {
+  constexpr int kLineBytes = 128;
+  constexpr int kLinesPerRow = kHeadDim * static_cast<int>(sizeof(Element)) / kLineBytes;
+  static_assert(kLinesPerRow >= 1, "a token row of one kv head is at least one L2 line");
+  const SplitRange range = split_range(length, splits, split);
+  const int tokens = min(range.end - range.begin, args.prefetch_tiles * kTokensPerTile);
+  const Element* k_cache = static_cast<const Element*>(args.k);
+  const Element* v_cache = static_cast<const Element*>(args.v);
+  for (int line = thread; line < tokens * kLinesPerRow; line += threads) {
+    const int64_t offset = token_row_offset<false, kHeadDim>(args, batch_index, kv_head, range.begin + line / kLinesPerRow) +
+                           (line % kLinesPerRow) * (kLineBytes / static_cast<int>(sizeof(Element)));
+    prefetch_to_l2(k_cache + offset);
+    prefetch_to_l2(v_cache + offset);
+  }
 }
 
 // One work item: tokens of split `split` of (sequence, kv head) when the sequence has `seqlen`
@@ -594,6 +635,17 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
   TimelineGroupTrace trace(blockIdx.x + gridDim.x * blockIdx.y, 0);  // item = split x rows + row
   trace.mark_entry(threadIdx.x == 0);
+  if constexpr (!kPaged && !kAuto) {
+    // Fixed counts only: an explicit per-sequence count is one more input the wait guards.
+    if (args.prefetch_tiles > 0 && args.per_sequence_splits == 0 &&
+        static_cast<int>(blockIdx.x + gridDim.x * blockIdx.y) < args.prefetch_ctas) {
+      const int batch_index = blockIdx.x / args.num_kv_heads;
+      prefetch_item_tiles<Element, kHeadDim>(args, batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
+                                             args.num_splits,
+                                             clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index)),
+                                             threadIdx.x, kThreadsPerCta);
+    }
+  }
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
   trace.mark(TraceSplitField::after_wait, threadIdx.x == 0);
@@ -668,6 +720,18 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   using Group = WarpGroup<kWarpGroups>;
   TimelineGroupTrace trace(blockIdx.x, Group::index());
   trace.mark_entry(Group::thread() == 0);
+  if constexpr (kAuto && !kPaged && kHeadDim <= 128) {
+    // The guess's first item (below), from lengths and the table's row read before the wait.
+    if (args.prefetch_tiles > 0 && auto_table.guess_uniform != 0) {
+      const int length = clamp_to_capacity(args, load_l2_only(args.cache_seqlens));
+      const int guess = BatchAutoDecision<kThreadsPerCta>::table_count(args, auto_table, length);
+      const int item = blockIdx.x + gridDim.x * Group::index();
+      const int rows = args.batch * args.num_kv_heads;
+      if (item < work_items_of_sequence(length, guess, args.num_kv_heads) * args.batch)
+        prefetch_item_tiles<Element, kHeadDim>(args, (item % rows) / args.num_kv_heads, item % args.num_kv_heads,
+                                               item / rows, guess, length, Group::thread(), kThreadsPerCta);
+    }
+  }
   wait_for_prerequisite_grids();
   timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
   trace.mark(TraceSplitField::after_wait, Group::thread() == 0);

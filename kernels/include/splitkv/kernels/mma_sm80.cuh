@@ -56,6 +56,20 @@ __device__ __forceinline__ void allow_dependent_grids_to_launch() {
 #endif
 }
 
+// A load that allocates in L2 only, never in the SM's L1: a value read before
+// wait_for_prerequisite_grids may be stale, and must not be what a load after the wait finds.
+__device__ __forceinline__ int load_l2_only(const int32_t* address) {
+  int value;
+  asm volatile("ld.global.cg.s32 %0, [%1];\n" : "=r"(value) : "l"(address));
+  return value;
+}
+
+// Asks L2 for the line holding `address`; nothing is returned and nothing can go wrong if the
+// line changes later: L2 is where every SM's writes meet.
+__device__ __forceinline__ void prefetch_to_l2(const void* address) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(address));
+}
+
 template <typename Element>
 struct TensorCore;
 
