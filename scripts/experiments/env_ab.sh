@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?env_ab.sh is for the device tool, which sets OUT}
 name=${ENV_AB_NAME:?set ENV_AB_NAME to the switch}
-base_value=${ENV_AB_BASE:?set ENV_AB_BASE to the base run's value}
+base_value=${ENV_AB_BASE:?set ENV_AB_BASE to the value of the base runs}
 deadline=${ENV_AB_DEADLINE:-540}
 [[ $# -ge 1 ]] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 log=$OUT/ab
