@@ -170,6 +170,8 @@ cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long item
   const long long fit = l2_bytes / 4 / (std::max(items_in_flight, 1LL) * tile_bytes);
   args.prefetch_tiles = static_cast<int>(std::min<long long>(prefetch_tile_cap(), fit));
   args.prefetch_ctas = prefetch_ctas;
+  static const bool whole_split = environment_int("SPLITKV_PREFETCH_WHOLE_SPLIT", 0) != 0;
+  args.prefetch_whole_split = whole_split ? 1 : 0;
   return cudaSuccess;
 }
 
@@ -482,6 +484,8 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.batch = params.batch;
   args.per_sequence_splits = params.per_sequence_splits ? 1 : 0;
   args.splits_per_sequence = params.splits_per_sequence;
+  static const bool late_trigger = environment_int("SPLITKV_LATE_TRIGGER", 0) != 0;  // v26b, measurement
+  args.late_trigger = late_trigger ? 1 : 0;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;
 
