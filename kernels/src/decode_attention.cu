@@ -35,17 +35,19 @@ int log2_exact(int x) {
   return shift;
 }
 
-// Raising the dynamic shared-memory limit is per function and per device; do it once each.
+// Raising the dynamic shared-memory limit is per function and per device; only ever raised, so a
+// launch that asks less than an earlier one finds the limit already high enough.
 cudaError_t allow_shared_memory(const void* kernel, int bytes) {
   static std::mutex mutex;
-  static std::set<std::pair<int, const void*>> done;
+  static std::map<std::pair<int, const void*>, int> allowed;
   int device = 0;
   cudaError_t error = cudaGetDevice(&device);
   if (error != cudaSuccess) return error;
   std::lock_guard<std::mutex> lock(mutex);
-  if (done.count({device, kernel}) != 0) return cudaSuccess;
+  int& limit = allowed[{device, kernel}];
+  if (bytes <= limit) return cudaSuccess;
   error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (error == cudaSuccess) done.insert({device, kernel});
+  if (error == cudaSuccess) limit = bytes;
   return error;
 }
 
@@ -282,10 +284,28 @@ cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeK
 
 // Measurement switch (kernels/NOTES.md, v9): SPLITKV_GRID_ONE_CTA_PER_SM=1 pads the CTA-per-item
 // kernel's shared memory past half an SM, so no two of its CTAs, and no CTA of the next call, can
-// share an SM with one of them. Read once.
-bool grid_one_cta_per_sm() {
-  static const bool padded = environment_int("SPLITKV_GRID_ONE_CTA_PER_SM", 0) == 1;
-  return padded;
+// share an SM with one of them; =2 only for grids of at most one CTA per SM (v26c: the next call's
+// CTAs then get resident, and prefetch, only as this call's leave their SMs). Read once.
+bool grid_one_cta_per_sm(long long ctas, int sms) {
+  static const int padded = environment_int("SPLITKV_GRID_ONE_CTA_PER_SM", 0);
+  return padded == 1 || (padded == 2 && ctas <= sms);
+}
+
+// The current device's SM count, asked once per device.
+cudaError_t sm_count(int* sms) {
+  static std::mutex mutex;
+  static std::map<int, int> known;
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto found = known.find(device); found != known.end()) {
+    *sms = found->second;
+    return cudaSuccess;
+  }
+  error = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device);
+  if (error == cudaSuccess) known[device] = *sms;
+  return error;
 }
 
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).
@@ -293,19 +313,22 @@ template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
   int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
   const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
-  if (grid_one_cta_per_sm()) {
+  const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
+  int sms = 0;
+  cudaError_t error = sm_count(&sms);
+  if (error != cudaSuccess) return error;
+  if (grid_one_cta_per_sm(ctas, sms)) {
     int per_cta_bytes = 0;
-    const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
+    error = shared_memory_per_cta(&per_cta_bytes);
     if (error != cudaSuccess) return error;
     shared_bytes = std::max(shared_bytes, per_cta_bytes - 4096);
   }
-  cudaError_t error = allow_shared_memory(kernel, shared_bytes);
+  error = allow_shared_memory(kernel, shared_bytes);
   // Only the CTAs that can be resident at the launch (the first wave) can run ahead of the wait;
   // a later one would only put the length's round trip before its own loads.
   int resident = 0;
   if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
   if (error != cudaSuccess) return error;
-  const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
   kernels::DecodeKernelArgs launched = args;
   error = plan_speculative_prefetch(params, std::min<long long>(ctas, resident), resident, launched);
   if (error != cudaSuccess) return error;

@@ -54,7 +54,7 @@ struct DecodeKernelArgs {
   // tiles of its first work item, placed by a length read before the wait. 0 tiles: none.
   int prefetch_tiles;
   int prefetch_ctas;
-  int prefetch_whole_split;  // 1: prefetch only a split whose tiles all fit in prefetch_tiles (v26b)
+  int prefetch_whole_split;  // 1: the CTA-per-item grid prefetches only a split whose tiles all fit (v26b)
   // 1: the next kernel may launch only once this call's split kernel is done (the combine triggers
   // after its wait; a one-split grid after its item), so a next call's prefetch comes late (v26b).
   int late_trigger;
@@ -331,12 +331,13 @@ __device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args
 // cache's page numbers, read before the wait, could name no page at all. `threads` threads call it.
 template <typename Element, int kHeadDim>
 __device__ __forceinline__ void prefetch_item_tiles(const DecodeKernelArgs& args, int batch_index, int kv_head,
-                                                    int split, int splits, int length, int thread, int threads) {
+                                                    int split, int splits, int length, bool whole_split_only,
+                                                    int thread, int threads) {
   constexpr int kLineBytes = 128;
   constexpr int kLinesPerRow = kHeadDim * static_cast<int>(sizeof(Element)) / kLineBytes;
   static_assert(kLinesPerRow >= 1, "a token row of one kv head is at least one L2 line");
   const SplitRange range = split_range(length, splits, split);
-  if (args.prefetch_whole_split != 0 && range.end - range.begin > args.prefetch_tiles * kTokensPerTile) return;
+  if (whole_split_only && range.end - range.begin > args.prefetch_tiles * kTokensPerTile) return;
   const int tokens = min(range.end - range.begin, args.prefetch_tiles * kTokensPerTile);
   const Element* k_cache = static_cast<const Element*>(args.k);
   const Element* v_cache = static_cast<const Element*>(args.v);
@@ -648,7 +649,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
       prefetch_item_tiles<Element, kHeadDim>(args, batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
                                              args.num_splits,
                                              clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index)),
-                                             threadIdx.x, kThreadsPerCta);
+                                             args.prefetch_whole_split != 0, threadIdx.x, kThreadsPerCta);
     }
   }
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
@@ -738,7 +739,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       const int rows = args.batch * args.num_kv_heads;
       if (item < work_items_of_sequence(length, guess, args.num_kv_heads) * args.batch)
         prefetch_item_tiles<Element, kHeadDim>(args, (item % rows) / args.num_kv_heads, item % args.num_kv_heads,
-                                               item / rows, guess, length, Group::thread(), kThreadsPerCta);
+                                               item / rows, guess, length, false, Group::thread(), kThreadsPerCta);
     }
   }
   wait_for_prerequisite_grids();
