@@ -134,7 +134,11 @@ bool auto_warms_combine() {
 }
 
 // Speculative prefetch before the grid dependency wait (kernels/NOTES.md, v26): at most this many
-// tiles per work item; SPLITKV_PREFETCH_TILES=0 turns it off, for measurement. Read once.
+// tiles per work item; SPLITKV_PREFETCH_TILES=0 turns it off, for measurement. Read once. The
+// CTA-per-item grid prefetches only splits that fit whole (SPLITKV_PREFETCH_WHOLE_SPLIT=0: any
+// split's first tiles): its CTAs can be resident a whole call early, beside the previous call's, and
+// a partial prefetch then competed with that call and was evicted before use (+1.3-2 us on 16-134 MB
+// calls); the persistent grid's CTAs get an SM only as the previous call leaves it.
 int prefetch_tile_cap() {
   static const int cap = std::max(0, environment_int("SPLITKV_PREFETCH_TILES", 8));
   return cap;
@@ -172,7 +176,7 @@ cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long item
   const long long fit = l2_bytes / 4 / (std::max(items_in_flight, 1LL) * tile_bytes);
   args.prefetch_tiles = static_cast<int>(std::min<long long>(prefetch_tile_cap(), fit));
   args.prefetch_ctas = prefetch_ctas;
-  static const bool whole_split = environment_int("SPLITKV_PREFETCH_WHOLE_SPLIT", 0) != 0;
+  static const bool whole_split = environment_int("SPLITKV_PREFETCH_WHOLE_SPLIT", 1) != 0;
   args.prefetch_whole_split = whole_split ? 1 : 0;
   return cudaSuccess;
 }
@@ -284,28 +288,10 @@ cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeK
 
 // Measurement switch (kernels/NOTES.md, v9): SPLITKV_GRID_ONE_CTA_PER_SM=1 pads the CTA-per-item
 // kernel's shared memory past half an SM, so no two of its CTAs, and no CTA of the next call, can
-// share an SM with one of them; =2 only for grids of at most one CTA per SM (v26c: the next call's
-// CTAs then get resident, and prefetch, only as this call's leave their SMs). Read once.
-bool grid_one_cta_per_sm(long long ctas, int sms) {
-  static const int padded = environment_int("SPLITKV_GRID_ONE_CTA_PER_SM", 0);
-  return padded == 1 || (padded == 2 && ctas <= sms);
-}
-
-// The current device's SM count, asked once per device.
-cudaError_t sm_count(int* sms) {
-  static std::mutex mutex;
-  static std::map<int, int> known;
-  int device = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return error;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto found = known.find(device); found != known.end()) {
-    *sms = found->second;
-    return cudaSuccess;
-  }
-  error = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device);
-  if (error == cudaSuccess) known[device] = *sms;
-  return error;
+// share an SM with one of them. Read once.
+bool grid_one_cta_per_sm() {
+  static const bool padded = environment_int("SPLITKV_GRID_ONE_CTA_PER_SM", 0) == 1;
+  return padded;
 }
 
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).
@@ -313,22 +299,19 @@ template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
   int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
   const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
-  const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-  int sms = 0;
-  cudaError_t error = sm_count(&sms);
-  if (error != cudaSuccess) return error;
-  if (grid_one_cta_per_sm(ctas, sms)) {
+  if (grid_one_cta_per_sm()) {
     int per_cta_bytes = 0;
-    error = shared_memory_per_cta(&per_cta_bytes);
+    const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
     if (error != cudaSuccess) return error;
     shared_bytes = std::max(shared_bytes, per_cta_bytes - 4096);
   }
-  error = allow_shared_memory(kernel, shared_bytes);
+  cudaError_t error = allow_shared_memory(kernel, shared_bytes);
   // Only the CTAs that can be resident at the launch (the first wave) can run ahead of the wait;
   // a later one would only put the length's round trip before its own loads.
   int resident = 0;
   if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
   if (error != cudaSuccess) return error;
+  const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
   kernels::DecodeKernelArgs launched = args;
   error = plan_speculative_prefetch(params, std::min<long long>(ctas, resident), resident, launched);
   if (error != cudaSuccess) return error;
@@ -507,8 +490,6 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.batch = params.batch;
   args.per_sequence_splits = params.per_sequence_splits ? 1 : 0;
   args.splits_per_sequence = params.splits_per_sequence;
-  static const bool late_trigger = environment_int("SPLITKV_LATE_TRIGGER", 0) != 0;  // v26b, measurement
-  args.late_trigger = late_trigger ? 1 : 0;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;
 

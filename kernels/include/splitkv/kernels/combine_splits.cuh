@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   constexpr int kSplitsPerPass = 64 / kColumnsPerLane;
   timeline_mark_range(TimelineSlot::combine_entry_first, TimelineSlot::combine_entry_last);
   timeline_combine_mark_entry();
-  if (args.late_trigger == 0) allow_dependent_grids_to_launch();  // else after the wait, below
+  allow_dependent_grids_to_launch();
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -57,7 +57,6 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
     const int merged = real ? live : 0;
     if (real) {
       wait_for_prerequisite_grids();  // the split kernel's partials are complete and visible after this
-      if (args.late_trigger != 0) allow_dependent_grids_to_launch();
       timeline_mark_range(TimelineSlot::combine_after_wait_first, TimelineSlot::combine_after_wait_last);
       timeline_combine_mark(TraceCombineField::after_wait_warp0, warp, lane == 0);
     }

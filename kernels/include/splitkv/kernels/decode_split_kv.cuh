@@ -54,10 +54,7 @@ struct DecodeKernelArgs {
   // tiles of its first work item, placed by a length read before the wait. 0 tiles: none.
   int prefetch_tiles;
   int prefetch_ctas;
-  int prefetch_whole_split;  // 1: the CTA-per-item grid prefetches only a split whose tiles all fit (v26b)
-  // 1: the next kernel may launch only once this call's split kernel is done (the combine triggers
-  // after its wait; a one-split grid after its item), so a next call's prefetch comes late (v26b).
-  int late_trigger;
+  int prefetch_whole_split;  // 1: the CTA-per-item grid prefetches only a split whose tiles all fit (v26)
 };
 
 // The num_splits = auto table as a kernel argument of its own, so kernels launched without it
@@ -655,10 +652,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
   trace.mark(TraceSplitField::after_wait, threadIdx.x == 0);
-  // The combine only waits, so let it get resident early; with no combine, late_trigger holds the
-  // next call back until this grid's items are done.
-  const bool trigger_after_item = args.late_trigger != 0 && args.num_splits == 1;
-  if (!trigger_after_item) allow_dependent_grids_to_launch();
+  allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   const int batch_auto_splits = batch_auto_split_count<kThreadsPerCta>(args, auto_table);
   if constexpr (kAuto) {
@@ -671,7 +665,6 @@ __global__ void __launch_bounds__(kThreadsPerCta)
                                                splits_of_sequence(args, batch_index, batch_auto_splits),
                                                clamped_length(args, batch_index), NothingToCheck{}, partials_are_compact(auto_table),
                                                trace.begin_item(blockIdx.x + gridDim.x * blockIdx.y, threadIdx.x == 0));
-  if (trigger_after_item) allow_dependent_grids_to_launch();
   timeline_mark_max(TimelineSlot::split_exit_last);
   trace.mark(TraceSplitField::exit, threadIdx.x == 0);
 }
