@@ -417,7 +417,10 @@ def write_sidecar(args, gpu, sms, l2, started, state):
                    protocol="CUDA graph of max(copies, 8) back-to-back calls over rotating K/V copies "
                             "(working set >= 3x L2, at most 64 copies), replayed untimed for >= 20 ms, then 15 replays, "
                             "median/p10/p90 of time per call",
-                   command=" ".join(sys.argv))
+                   command=" ".join(sys.argv),
+                   # The library's measurement switches (kernels/NOTES.md) change what ran.
+                   environment={k: v for k, v in sorted(os.environ.items())
+                                if k.startswith("SPLITKV_") and k != "SPLITKV_GIT_SHA"})
     try:
         sidecar["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                            capture_output=True, text=True).stdout.strip()
