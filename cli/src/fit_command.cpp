@@ -78,6 +78,10 @@ CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
   fit->add_option("--report", options.report_dir,
                   "Folder for the report: regret.csv, regret_points.csv, regret.md (with cross-validation) and "
                   "fit.md. Created when missing.");
+  fit->add_flag("--no-cross-validation", options.no_cross_validation,
+                "With --report: skip the cross-validation (a refit of the table per context length, batch and CTA "
+                "count held out); regret.md then reports the in-sample regret only. "
+                "scripts/report.sh uses it because `splitkv evaluate` rewrites the same files with them.");
   fit->add_flag("--check", options.check,
                 "Write nothing; regenerate the header in memory and compare it byte for byte with --out. "
                 "Exit 1 (with the first differing line) when they differ; exit 2 when --out is missing, is "
@@ -102,7 +106,7 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
   request.gpu_short_name = options.gpu_name;
   request.kernel = options.kernel;
   request.num_sms = options.num_sms;
-  request.cross_validate = !options.check && !options.report_dir.empty();
+  request.cross_validate = !options.check && !options.report_dir.empty() && !options.no_cross_validation;
 
   FitProducts products;
   try {

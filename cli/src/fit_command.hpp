@@ -17,6 +17,7 @@ struct FitCommandOptions {
   std::string out_path;    // empty: heuristics/generated/num_splits_<gpu>.hpp
   std::string report_dir;  // empty: no report
   bool check = false;
+  bool no_cross_validation = false;  // --report without the held-out refits
   std::string gpu_name;    // short name for the namespace and file; empty: from the CSV's gpu
   std::string kernel;      // empty: the file's only kernel, or "splitkv"
   int num_sms = 0;         // 0: from the sidecar or the known-GPU list

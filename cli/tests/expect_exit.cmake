@@ -1,5 +1,6 @@
-# Runs a command and checks its exit code and that its output matches a regex.
-#   cmake -DEXPECTED_EXIT=<code> -DEXPECTED_OUTPUT=<regex> -P expect_exit.cmake <command> <args>...
+# Runs a command and checks its exit code and that its output matches a regex (and, when
+# UNEXPECTED_OUTPUT is given, that it does not match that one).
+#   cmake -DEXPECTED_EXIT=<code> -DEXPECTED_OUTPUT=<regex> [-DUNEXPECTED_OUTPUT=<regex>] -P expect_exit.cmake <command> <args>...
 set(command)
 set(after_script OFF)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -18,4 +19,7 @@ if(NOT code STREQUAL "${EXPECTED_EXIT}")
 endif()
 if(NOT all MATCHES "${EXPECTED_OUTPUT}")
   message(FATAL_ERROR "output does not match: ${EXPECTED_OUTPUT}")
+endif()
+if(DEFINED UNEXPECTED_OUTPUT AND all MATCHES "${UNEXPECTED_OUTPUT}")
+  message(FATAL_ERROR "output matches what it must not: ${UNEXPECTED_OUTPUT}")
 endif()

@@ -11,6 +11,19 @@ splitkv_cli_test(fit_writes_header_and_report 0
   fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny.hpp
       --report ${SPLITKV_FIT_SCRATCH}/report --gpu-name tiny)
 set_tests_properties(cli.fit_writes_header_and_report PROPERTIES FIXTURES_SETUP fit_tiny_header)
+# --report cross-validates by default; --no-cross-validation (scripts/report.sh) leaves the refits out.
+splitkv_cli_test(fit_report_cross_validates 0 "in_sample .*cv_leave_one_context_len_out"
+  fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny_cv.hpp
+      --report ${SPLITKV_FIT_SCRATCH}/report_cv --gpu-name tiny)
+add_test(NAME cli.fit_report_without_cross_validation
+  COMMAND ${CMAKE_COMMAND} -DEXPECTED_EXIT=0 "-DEXPECTED_OUTPUT=in_sample"
+          "-DUNEXPECTED_OUTPUT=cv_leave_one"
+          -P ${PROJECT_SOURCE_DIR}/cli/tests/expect_exit.cmake
+          $<TARGET_FILE:splitkv> fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv
+          --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny_nocv.hpp --report ${SPLITKV_FIT_SCRATCH}/report_nocv
+          --gpu-name tiny --no-cross-validation
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.fit_report_without_cross_validation PROPERTIES LABELS cpu)
 splitkv_cli_test(fit_check_up_to_date 0 "num_splits_tiny\\.hpp is up to date"
   fit ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/num_splits_tiny.hpp --gpu-name tiny --check)
 set_tests_properties(cli.fit_check_up_to_date PROPERTIES FIXTURES_REQUIRED fit_tiny_header)
