@@ -8,7 +8,6 @@
 #include <map>
 #include <mutex>
 #include <tuple>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -133,6 +132,29 @@ bool auto_warms_combine() {
   return warm;
 }
 
+// An attribute of the current device, asked once per device and attribute: the query costs host time
+// on every call otherwise.
+cudaError_t device_attribute(cudaDeviceAttr attribute, int* value) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, cudaDeviceAttr>, int> known;
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return error;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto found = known.find({device, attribute}); found != known.end()) {
+    *value = found->second;
+    return cudaSuccess;
+  }
+  error = cudaDeviceGetAttribute(value, attribute, device);
+  if (error == cudaSuccess) known[{device, attribute}] = *value;
+  return error;
+}
+
+// The most dynamic shared memory one CTA may ask for on the current device.
+cudaError_t shared_memory_per_cta(int* bytes) {
+  return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, bytes);
+}
+
 // Speculative prefetch before the grid dependency wait (kernels/NOTES.md, v26): at most this many
 // tiles per work item; SPLITKV_PREFETCH_TILES=0 turns it off, for measurement. Read once. The
 // CTA-per-item grid prefetches only splits that fit whole (SPLITKV_PREFETCH_WHOLE_SPLIT=0: any
@@ -144,23 +166,6 @@ int prefetch_tile_cap() {
   return cap;
 }
 
-// The current device's L2 size in bytes, asked once per device.
-cudaError_t l2_cache_bytes(int* bytes) {
-  static std::mutex mutex;
-  static std::map<int, int> known;
-  int device = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return error;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto found = known.find(device); found != known.end()) {
-    *bytes = found->second;
-    return cudaSuccess;
-  }
-  error = cudaDeviceGetAttribute(bytes, cudaDevAttrL2CacheSize, device);
-  if (error == cudaSuccess) known[device] = *bytes;
-  return error;
-}
-
 // Fills args.prefetch_tiles / prefetch_ctas for a launch with `items_in_flight` work items resident
 // at once, of which CTAs below `prefetch_ctas` prefetch. What all of them prefetch stays within a
 // quarter of L2, so it does not evict what the previous kernel, still running, reads.
@@ -170,7 +175,7 @@ cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long item
   args.prefetch_ctas = 0;
   if (params.layout != KvLayout::contiguous || prefetch_tile_cap() == 0) return cudaSuccess;
   int l2_bytes = 0;
-  const cudaError_t error = l2_cache_bytes(&l2_bytes);
+  const cudaError_t error = device_attribute(cudaDevAttrL2CacheSize, &l2_bytes);
   if (error != cudaSuccess) return error;
   const long long tile_bytes = 2LL * kTokensPerTile * params.head_dim * 2;  // K and V, 2-byte elements
   const long long fit = l2_bytes / 4 / (std::max(items_in_flight, 1LL) * tile_bytes);
@@ -181,36 +186,10 @@ cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long item
   return cudaSuccess;
 }
 
-// The most dynamic shared memory one CTA may ask for on the current device.
-cudaError_t shared_memory_per_cta(int* bytes) {
-  static std::mutex mutex;
-  static std::map<int, int> known;
-  int device = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return error;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto found = known.find(device); found != known.end()) {
-    *bytes = found->second;
-    return cudaSuccess;
-  }
-  error = cudaDeviceGetAttribute(bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (error == cudaSuccess) known[device] = *bytes;
-  return error;
-}
-
 // Programmatic dependent launch needs sm_90; older devices get plain stream order.
 bool supports_programmatic_launch() {
-  static std::mutex mutex;
-  static std::set<int> known, capable;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (known.insert(device).second) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9)
-      capable.insert(device);
-  }
-  return capable.count(device) != 0;
+  int major = 0;
+  return device_attribute(cudaDevAttrComputeCapabilityMajor, &major) == cudaSuccess && major >= 9;
 }
 
 template <typename... KernelArgs, typename... Args>
