@@ -2,8 +2,11 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [probe] [sweep] [fit] [peers] [profile] [all]
+#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile] [all]
 #   (default: all; profile is never part of all)
+#
+# lookup measures the num_splits lookup on this machine's host CPU (the reference CI's
+# check_lookup_cost.sh scales from) into results/h200/lookup_cost.csv with a sidecar.
 #
 # probe records which SM each CTA of a decode-shaped grid lands on (tuner/bench/cta_placement_probe.cu)
 # into results/h200/experiments/cta_placement.csv with a sidecar.
@@ -50,6 +53,7 @@ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITKV_CUDA_AR
   >"$LOG/configure.log" 2>&1 || { tail -40 "$LOG/configure.log"; exit 1; }
 targets="splitkv_gpu_tests splitkv_c splitkv splitkv_heuristics_c ${SPLITKV_EXTRA_TARGETS:-}"
 wants bench && targets="$targets decode_kernel_bench"
+wants lookup && targets="$targets heuristics_lookup_bench"
 wants probe && targets="$targets cta_placement_probe"
 if ! cmake --build build-device -j "$(nproc)" --target $targets >"$LOG/build.log" 2>&1; then
   grep -E "error|Error" -A3 "$LOG/build.log" | head -60
@@ -102,6 +106,14 @@ if wants bench; then
   build-device/tuner/decode_kernel_bench tuner/bench/h200_peer_anchors.csv --out "$LOG/decode_kernel_bench.csv" \
     ${SPLITKV_BENCH_ARGS:-} 2>&1 | tee "$LOG/bench.log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+fi
+if wants lookup; then
+  section "num_splits lookup cost on this host's CPU"
+  python3 scripts/lookup_cost.py measure build-device/heuristics/heuristics_lookup_bench \
+    --out results/h200/lookup_cost.csv 2>&1 | tee "$LOG/lookup_cost.log"
+  rc=${PIPESTATUS[0]}
+  summary+=$(printf '\n%-28s %s' "lookup cost" "$(grep -E 'compiled_in_h200' "$LOG/lookup_cost.log" | head -1 | awk '{print $2 " ns min, " $3 " median"}') (exit $rc)")
+  [[ $rc -eq 0 ]] || status=1
 fi
 if wants probe; then
   section "CTA placement probe"

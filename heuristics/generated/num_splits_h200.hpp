@@ -452,6 +452,33 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long cta
   if (splits < 1 || ctas < 1 || tiles < 1) return splits;
   // One wave, and too few tiles for more splits: nothing to guard (most lookups end here).
   if (ctas * splits <= kSlots && tiles <= (long long)(kWaveGuardMinTilesPerSplit - 1) * (splits + 1)) return splits;
+  if (splits == 1 && kWaveGuardMoreFactor <= kWaveGuardMinTilesPerSplit) {
+    // One split, the commonest answer at many CTAs: no count below it, and each rung above keeps more
+    // than kWaveGuardMinTilesPerSplit - 1 tiles per split, no fewer than the splits, so every split
+    // holds work. The search alone, without the general path's bound and fewer-splits step, gives the
+    // same answers in fewer instructions (the bound only ever skips a search that finds nothing).
+    using Int = unsigned long long;
+    const Int by_tiles = Int(tiles - 1) / Int(kWaveGuardMinTilesPerSplit - 1);
+    const Int by_factor = Int(kWaveGuardMoreFactor < max_splits ? kWaveGuardMoreFactor : max_splits);
+    const Int reach = by_factor < by_tiles ? by_factor : by_tiles;
+    const Int cost = (Int(ctas) + kSlots - 1) / kSlots * (Int(tiles) + kWaveGuardWaveOverheadTiles);
+    int best = 1;
+    Int best_cost = cost;
+    for (int shift = 1; (Int(1) << shift) <= reach; ++shift) {
+      for (int times_three = 0; times_three < 2; ++times_three) {  // 2^shift, then 3 x 2^(shift - 1)
+        const Int candidate = times_three ? Int(3) << (shift - 1) : Int(1) << shift;
+        if (candidate > reach) break;
+        const Int rounded_up = (Int(tiles) + candidate - 1) >> (times_three ? shift - 1 : shift);
+        const Int candidate_cost = (Int(ctas) * candidate + kSlots - 1) / kSlots *
+                                   ((times_three ? rounded_up / 3 : rounded_up) + kWaveGuardWaveOverheadTiles);
+        if (cheaper(candidate_cost, cost) && candidate_cost < best_cost) {
+          best = (int)candidate;
+          best_cost = candidate_cost;
+        }
+      }
+    }
+    return best;
+  }
   return ctas <= (1LL << 20) && splits <= (1 << 9) && max_splits <= (1 << 11) && ctas * tiles <= (1LL << 30)
              ? wave_guard_in<unsigned, unsigned(kSlots)>(splits, (unsigned)ctas, (unsigned)tiles, max_splits)
              : wave_guard_in<unsigned long long, (unsigned long long)kSlots>(
