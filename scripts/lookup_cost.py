@@ -12,16 +12,19 @@ measured the same code at 23-37 ns median, 20.6-21 ns minimum, minutes apart).
 `measure` writes the per-benchmark minimum, median and maximum as CSV, and a JSON sidecar saying
 what ran, where and when, with the sha256 of the generated header the bench compiled in.
 
-`check` is CI's gate. The limit holds on the machine that runs the lookups, the GPU machine's host;
-CI's machines are slower and vary (FlashAttention's few-line rule took 12.7 ns on one, 14-17 ns on
-another). So `check` fails when
-  - the reference measurement (the committed CSV, from the GPU machine) has any lookup at or over
-    the limit, or was taken on another header than the committed one (re-measure after refitting);
-  - on this host, any lookup costs more than the limit scaled by this host's speed, measured in the
-    same run by FlashAttention's rule (BM_num_splits_heuristic_fa): limit x fa_here / fa_reference.
-    That is the limit "on the reference host", and it catches a lookup that got slower relative to
-    plain integer code whatever the host.
-Without a reference file it checks the unscaled limit here.
+`check` is CI's gate. The 20 ns limit is about the machine that runs the lookups, the GPU machine's
+host; CI's machines are slower and vary (session 20's and 21's 2-core AMD EPYC VMs: 21-29 ns for code
+that took 11.8-12.4 ns on sessions 18-19's, where FlashAttention's few-line rule itself takes
+12.7-17 ns). So the limit is carried to this host by a yardstick timed in the same run,
+FlashAttention's rule (BM_num_splits_heuristic_fa, plain integer code like ours). `check` fails when
+  - with a reference measurement (results/h200/lookup_cost.csv, from `scripts/device_run.sh lookup`
+    on the GPU machine): any reference lookup is at or over the limit, or the reference measured
+    another header than the committed one (re-measure after refitting), or here any lookup costs
+    more than limit x fa_here / fa_reference (the limit "on the reference host");
+  - always: any lookup costs more than --yardstick-factor (2.5) times the yardstick here. The ratio
+    does not depend on the host's speed; it is 1.6-1.75 on session 21's host (minimum of 10), so a
+    lookup that got ~45% slower relative to plain integer code fails on any host.
+It prints the unscaled numbers either way.
 """
 import argparse
 import csv
@@ -79,7 +82,7 @@ def cpu_model():
 def print_table(results, limits=None):
     print(f"  {'benchmark':42s} {'min':>8s} {'median':>8s} {'max':>8s}" + ("   limit" if limits else ""))
     for name, r in sorted(results.items()):
-        limit = f" {limits[name]:7.2f}" if limits else ""
+        limit = (f" {limits[name]:7.2f}" if limits[name] != float("inf") else "       -") if limits else ""
         print(f"  {name:42s} {r['min_ns']:8.2f} {r['median_ns']:8.2f} {r['max_ns']:8.2f}{limit}   ns per call")
 
 
@@ -130,34 +133,44 @@ def read_reference(path):
 
 def check(args):
     results = run_bench(args.bench)
+    if YARDSTICK not in results:
+        sys.exit(f"lookup_cost: {YARDSTICK} missing from this run")
+    yardstick = results[YARDSTICK]["min_ns"]
+    limits = {name: args.yardstick_factor * yardstick for name in results if name != YARDSTICK}
+    limits[YARDSTICK] = float("inf")
     failures = []
     if args.reference and os.path.exists(args.reference):
         reference, sidecar = read_reference(args.reference)
         if sidecar.get("header_sha256") != sha256(HEADER):
             failures.append(f"{args.reference} measured another header than {os.path.relpath(HEADER, ROOT)}: "
                             "re-measure it on the GPU machine (scripts/device_run.sh lookup)")
-        for name, ns in reference.items():
+        for name, ns in sorted(reference.items()):
+            print(f"  reference {name:42s} {ns:8.2f} ns per call (min)")
             if ns >= args.limit_ns:
                 failures.append(f"reference ({sidecar.get('cpu')}): {name} costs {ns:.2f} ns >= {args.limit_ns} ns")
-        if YARDSTICK not in reference or YARDSTICK not in results:
-            sys.exit(f"lookup_cost: {YARDSTICK} missing from the reference or from this run")
-        scale = results[YARDSTICK]["min_ns"] / reference[YARDSTICK]
-        print(f"reference: {args.reference} ({sidecar.get('cpu')}, {sidecar.get('finished_at')}); "
-              f"this host runs {YARDSTICK} {scale:.2f}x as long: limit here {args.limit_ns * scale:.2f} ns")
-        for name, ns in reference.items():
-            print(f"  reference {name:42s} {ns:8.2f} ns per call (min)")
+        if YARDSTICK not in reference:
+            sys.exit(f"lookup_cost: {YARDSTICK} missing from the reference {args.reference}")
+        scale = yardstick / reference[YARDSTICK]
+        print(f"reference: {args.reference} ({sidecar.get('cpu')}, {sidecar.get('finished_at')}); this host runs "
+              f"{YARDSTICK} {scale:.2f}x as long: the {args.limit_ns} ns limit is {args.limit_ns * scale:.2f} ns here")
+        for name in limits:
+            limits[name] = min(limits[name], args.limit_ns * scale)
     else:
-        scale = 1.0
-        print(f"no reference measurement ({args.reference}): the unscaled limit applies here")
-    limits = {name: args.limit_ns * scale for name in results}
+        print(f"no reference measurement from the GPU machine ({os.path.relpath(args.reference, ROOT)}): "
+              f"the {args.limit_ns} ns limit is not carried to this host; the yardstick bound applies")
+    print(f"yardstick {YARDSTICK}: {yardstick:.2f} ns here; bound {args.yardstick_factor}x = "
+          f"{args.yardstick_factor * yardstick:.2f} ns")
     print_table(results, limits)
-    for name, r in results.items():
+    for name, r in sorted(results.items()):
         if r["min_ns"] >= limits[name]:
             failures.append(f"this host: {name} costs {r['min_ns']:.2f} ns >= {limits[name]:.2f} ns")
+    over = [name for name, r in results.items() if r["min_ns"] >= args.limit_ns]
+    print(f"unscaled: {'every lookup under' if not over else ', '.join(sorted(over)) + ' at or over'} "
+          f"{args.limit_ns} ns on this host (minimum of {REPETITIONS})")
     if failures:
         sys.stdout.flush()
         sys.exit("lookup_cost: FAILED\n  " + "\n  ".join(failures))
-    print(f"lookup_cost: every lookup under {args.limit_ns} ns on the reference host, and under the scaled limit here")
+    print("lookup_cost: passed")
 
 
 def main():
@@ -169,6 +182,8 @@ def main():
     c = sub.add_parser("check", help="CI's gate (see above)")
     c.add_argument("bench")
     c.add_argument("--limit-ns", type=float, default=20.0)
+    c.add_argument("--yardstick-factor", type=float, default=2.5,
+                   help="most times the yardstick's cost a lookup may take on this host (default 2.5)")
     c.add_argument("--reference", default=os.path.join(ROOT, "results", "h200", "lookup_cost.csv"))
     args = parser.parse_args()
     measure(args) if args.command == "measure" else check(args)
