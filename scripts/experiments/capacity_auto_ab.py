@@ -9,22 +9,16 @@ moved (kernels/NOTES.md, v22).
 
 The n-th base file is paired with the n-th head file."""
 import collections
-import csv
 import math
 import signal
 import sys
 
+from peers_csv import timed_rows
+
 
 def load(path):
-    times = {}
-    for row in csv.DictReader(open(path, newline="")):
-        try:
-            t = float(row["time_us_median"])
-        except ValueError:
-            continue
-        times[(row["group"], row["num_heads"], row["batch"], row["head_dim"], row["context_len"],
-               row["cache_capacity"], row["contender"], row["num_splits"])] = t
-    return times
+    return {(row["group"], row["num_heads"], row["batch"], row["head_dim"], row["context_len"], row["cache_capacity"],
+             row["contender"], row["num_splits"]): t for row, t in timed_rows(path)}
 
 
 def main():

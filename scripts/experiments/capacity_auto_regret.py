@@ -10,32 +10,26 @@ came out up to 13% slow where the same count in the search did not (kernels/NOTE
 
   python3 scripts/experiments/capacity_auto_regret.py results/h200/experiments/v20/capacity_auto_*.csv"""
 import collections
-import csv
 import math
 import statistics
 import sys
+
+from peers_csv import timed_rows
 
 FIXED = ("splitkv_split_search", "splitkv_best", "splitkv_heuristic", "splitkv_at_fa2_capacity_choice")
 
 
 def summarise(path):
     times = collections.defaultdict(dict)
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            try:
-                t = float(row["time_us_median"])
-            except ValueError:
-                continue
-            if not math.isfinite(t):
-                continue
-            shape = (row["batch"], row["num_heads"], row["num_kv_heads"], row["context_len"])
-            if row["contender"] in FIXED:
-                times[shape]["best"] = min(times[shape].get("best", math.inf), t)
-            times[shape][row["contender"]] = t
-            if row["contender"] == "splitkv_split_search":
-                times[shape][f"search@{row['num_splits']}"] = t
-            elif row["contender"] == "splitkv_heuristic":
-                times[shape]["heuristic_splits"] = row["num_splits"]
+    for row, t in timed_rows(path):
+        shape = (row["batch"], row["num_heads"], row["num_kv_heads"], row["context_len"])
+        if row["contender"] in FIXED:
+            times[shape]["best"] = min(times[shape].get("best", math.inf), t)
+        times[shape][row["contender"]] = t
+        if row["contender"] == "splitkv_split_search":
+            times[shape][f"search@{row['num_splits']}"] = t
+        elif row["contender"] == "splitkv_heuristic":
+            times[shape]["heuristic_splits"] = row["num_splits"]
     for contender in ("splitkv_auto", "splitkv_heuristic"):
         shapes = [v for v in times.values() if contender in v and "best" in v]
         if not shapes:

@@ -6,22 +6,18 @@ flash, where speedup = the peer's time / ours. The same sums as the report's pee
 
   python3 scripts/experiments/peers_summary.py results/h200/peers.csv"""
 import collections
-import csv
 import math
 import sys
+
+from peers_csv import timed_rows
 
 
 def summarise(path):
     shapes = collections.defaultdict(dict)
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            try:
-                t = float(row["time_us_median"])
-            except ValueError:
-                continue
-            key = (row["group"], row["batch"], row["num_heads"], row["num_kv_heads"], row["head_dim"],
-                   row["context_len"], row["cache_capacity"])
-            shapes[key][row["contender"]] = t
+    for row, t in timed_rows(path):
+        key = (row["group"], row["batch"], row["num_heads"], row["num_kv_heads"], row["head_dim"],
+               row["context_len"], row["cache_capacity"])
+        shapes[key][row["contender"]] = t
     parts = []
     for peer in ("sdpa_cudnn", "sdpa_flash"):
         for subset, keep in (("all", lambda k: True), ("B<=16", lambda k: int(k[1]) <= 16)):
