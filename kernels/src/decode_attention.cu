@@ -166,9 +166,19 @@ int prefetch_tile_cap() {
   return cap;
 }
 
+// Share of L2 (percent) that the prefetch of all resident items may fill: SPLITKV_PREFETCH_L2_PERCENT,
+// default 25. A measurement switch (kernels/NOTES.md, v26): on a grid padded to one CTA per SM
+// (SPLITKV_GRID_ONE_CTA_PER_SM=1) the next call cannot be resident early, so its prefetch comes in
+// the running call's tail and a larger share may pay for 16-134 MB calls. Read once.
+int prefetch_l2_percent() {
+  static const int percent = std::min(100, std::max(1, environment_int("SPLITKV_PREFETCH_L2_PERCENT", 25)));
+  return percent;
+}
+
 // Fills args.prefetch_tiles / prefetch_ctas for a launch with `items_in_flight` work items resident
-// at once, of which CTAs below `prefetch_ctas` prefetch. What all of them prefetch stays within a
-// quarter of L2, so it does not evict what the previous kernel, still running, reads.
+// at once, of which CTAs below `prefetch_ctas` prefetch. What all of them prefetch stays within
+// prefetch_l2_percent() of L2 (a quarter by default), so it does not evict what the previous
+// kernel, still running, reads.
 cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long items_in_flight, int prefetch_ctas,
                                       kernels::DecodeKernelArgs& args) {
   args.prefetch_tiles = 0;
@@ -178,7 +188,8 @@ cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long item
   const cudaError_t error = device_attribute(cudaDevAttrL2CacheSize, &l2_bytes);
   if (error != cudaSuccess) return error;
   const long long tile_bytes = 2LL * kTokensPerTile * params.head_dim * 2;  // K and V, 2-byte elements
-  const long long fit = l2_bytes / 4 / (std::max(items_in_flight, 1LL) * tile_bytes);
+  const long long fit = static_cast<long long>(l2_bytes) * prefetch_l2_percent() / 100 /
+                        (std::max(items_in_flight, 1LL) * tile_bytes);
   args.prefetch_tiles = static_cast<int>(std::min<long long>(prefetch_tile_cap(), fit));
   args.prefetch_ctas = prefetch_ctas;
   static const bool whole_split = environment_int("SPLITKV_PREFETCH_WHOLE_SPLIT", 1) != 0;
@@ -265,12 +276,16 @@ cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeK
   return launch_persistent_groups<Element, kHeadDim, kPaged, kAuto, 1>(params, args, stream);
 }
 
-// Measurement switch (kernels/NOTES.md, v9): SPLITKV_GRID_ONE_CTA_PER_SM=1 pads the CTA-per-item
-// kernel's shared memory past half an SM, so no two of its CTAs, and no CTA of the next call, can
-// share an SM with one of them. Read once.
-bool grid_one_cta_per_sm() {
-  static const bool padded = environment_int("SPLITKV_GRID_ONE_CTA_PER_SM", 0) == 1;
-  return padded;
+// Measurement switch (kernels/NOTES.md, v9, v27): SPLITKV_GRID_ONE_CTA_PER_SM=1 pads the
+// CTA-per-item kernel's shared memory past half an SM, so no two of its CTAs, and no CTA of the next
+// call, can share an SM with one of them; =2 pads only grids that fit one wave of one CTA per SM
+// (then padding costs no wave). Read once.
+bool grid_one_cta_per_sm(long long ctas) {
+  static const int mode = environment_int("SPLITKV_GRID_ONE_CTA_PER_SM", 0);
+  if (mode == 1) return true;
+  if (mode != 2) return false;
+  int sms = 0;
+  return device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess && ctas <= sms;
 }
 
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).
@@ -278,7 +293,8 @@ template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
   int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
   const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
-  if (grid_one_cta_per_sm()) {
+  const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
+  if (grid_one_cta_per_sm(ctas)) {
     int per_cta_bytes = 0;
     const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
     if (error != cudaSuccess) return error;
@@ -290,7 +306,6 @@ cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelA
   int resident = 0;
   if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
   if (error != cudaSuccess) return error;
-  const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
   kernels::DecodeKernelArgs launched = args;
   error = plan_speculative_prefetch(params, std::min<long long>(ctas, resident), resident, launched);
   if (error != cudaSuccess) return error;
