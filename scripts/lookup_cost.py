@@ -22,8 +22,8 @@ FlashAttention's rule (BM_num_splits_heuristic_fa, plain integer code like ours)
     another header than the committed one (re-measure after refitting), or here any lookup costs
     more than limit x fa_here / fa_reference (the limit "on the reference host");
   - always: any lookup costs more than --yardstick-factor (2.5) times the yardstick here. The ratio
-    does not depend on the host's speed; it is 1.6-1.75 on session 21's host (minimum of 10), so a
-    lookup that got ~45% slower relative to plain integer code fails on any host.
+    does not depend on the host's speed; it is 1.6-2.0 on session 21's host (minimum of 10), so a
+    lookup that got 25-55% slower relative to plain integer code fails on any host.
 It prints the unscaled numbers either way.
 """
 import argparse
