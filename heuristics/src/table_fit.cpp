@@ -346,9 +346,12 @@ struct MeasuredCtas {
 double wave_aware_score(const std::vector<MeasuredCtas*>& points, const std::vector<double>& point_score, double lo,
                         double hi, std::int64_t splits, std::int64_t slots) {
   const auto waves = [&](std::int64_t ctas) { return (ctas * splits + slots - 1) / slots; };
-  const auto log_distance = [](double c, double a, double b) {
-    return c < a ? std::log(a / c) : (c > b ? std::log(c / b) : 0.0);
-  };
+  // The log distance of c from [a, b], kept as its ratio exp(distance) >= 1: log is monotone, so
+  // comparing ratios with a relative tolerance of 1e-12 picks the same nearest points as comparing
+  // logs with an absolute one, without a log per point, run and split count (the fit's hot loop:
+  // a third of `splitkv evaluate`'s time went to log here).
+  const auto ratio_distance = [](double c, double a, double b) { return c < a ? a / c : (c > b ? c / b : 1.0); };
+  static const double kCloser = std::exp(-1e-12), kTied = std::exp(1e-12);
   const std::int64_t c_min = std::max<std::int64_t>(1, std::int64_t(std::ceil(lo)));
   const std::int64_t c_max = std::max(c_min, std::int64_t(std::ceil(hi)) - 1);
   double sum = 0, total = 0;
@@ -360,12 +363,12 @@ double wave_aware_score(const std::vector<MeasuredCtas*>& points, const std::vec
     double same_d = std::numeric_limits<double>::infinity(), any_d = same_d, same_sum = 0, any_sum = 0;
     int same_n = 0, any_n = 0;
     for (std::size_t p = 0; p < points.size(); ++p) {
-      const double d = log_distance(double(points[p]->ctas), double(a), double(b));
-      if (d < any_d - 1e-12) any_d = d, any_sum = 0, any_n = 0;
-      if (d <= any_d + 1e-12) any_sum += point_score[p], ++any_n;
+      const double d = ratio_distance(double(points[p]->ctas), double(a), double(b));
+      if (d < any_d * kCloser) any_d = d, any_sum = 0, any_n = 0;
+      if (d <= any_d * kTied) any_sum += point_score[p], ++any_n;
       if (waves(points[p]->ctas) != w) continue;
-      if (d < same_d - 1e-12) same_d = d, same_sum = 0, same_n = 0;
-      if (d <= same_d + 1e-12) same_sum += point_score[p], ++same_n;
+      if (d < same_d * kCloser) same_d = d, same_sum = 0, same_n = 0;
+      if (d <= same_d * kTied) same_sum += point_score[p], ++same_n;
     }
     if (any_n == 0) continue;
     const double weight = std::log((double(b) + 0.5) / (double(a) - 0.5));
@@ -464,6 +467,7 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
       m.shapes.push_back(i);
     }
     const int radius = int(std::lround(options.wave_radius_octaves * g.cta_buckets_per_octave));
+    std::vector<char> timed(std::size_t(std::max(table.max_splits, 1)) + 1);
     for (auto& [row, by_ctas] : rows) {
       const int y = int((row / std::size_t(g.cta_buckets)) % std::size_t(g.length_buckets));
       const int hd = int(row / (std::size_t(g.cta_buckets) * g.length_buckets * g.layout_classes()));
@@ -477,11 +481,17 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
           if (std::abs(m.bucket_index - x) <= radius) window.push_back(&m);
         }
         if (window.empty()) continue;
-        std::set<int> candidates;
+        // The split counts timed on the window's shapes, ascending: marked in a flag per count (a
+        // std::set here cost 8% of the fit, sorting the repeats 9%).
+        std::fill(timed.begin(), timed.end(), 0);
         for (const MeasuredCtas* m : window) {
           for (std::size_t i : m->shapes) {
-            for (const SplitTiming& t : shapes[i].timings) candidates.insert(t.num_splits);
+            for (const SplitTiming& t : shapes[i].timings) timed[std::size_t(t.num_splits)] = 1;
           }
+        }
+        std::vector<int> candidates;
+        for (std::size_t c = 0; c < timed.size(); ++c) {
+          if (timed[c]) candidates.push_back(int(c));
         }
         const int k = g.cta_bucket_min + x;
         const double lo = std::pow(2.0, (k - 0.5) / g.cta_buckets_per_octave);
