@@ -294,11 +294,10 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long cta
   if (splits < 1 || ctas < 1 || tiles < 1) return splits;
   // One wave, and too few tiles for more splits: nothing to guard (most lookups end here).
   if (ctas * splits <= kSlots && tiles <= (long long)(kWaveGuardMinTilesPerSplit - 1) * (splits + 1)) return splits;
-  if (splits == 1 && kWaveGuardMoreFactor <= kWaveGuardMinTilesPerSplit) {
-    // One split, the commonest answer at many CTAs: no count below it, and each rung above keeps more
-    // than kWaveGuardMinTilesPerSplit - 1 tiles per split, no fewer than the splits, so every split
-    // holds work. The search alone, without the general path's bound and fewer-splits step, gives the
-    // same answers in fewer instructions (the bound only ever skips a search that finds nothing).
+  if (splits == 1) {
+    // One split, the commonest answer at many CTAs: no count below it, so the search above alone,
+    // without the general path's bound and fewer-splits step, gives the same answers in fewer
+    // instructions (the bound only ever skips a search that finds nothing).
     using Int = unsigned long long;
     const Int by_tiles = Int(tiles - 1) / Int(kWaveGuardMinTilesPerSplit - 1);
     const Int by_factor = Int(kWaveGuardMoreFactor < max_splits ? kWaveGuardMoreFactor : max_splits);
@@ -310,9 +309,9 @@ SPLITKV_GENERATED_HOST_DEVICE constexpr int wave_guard(int splits, long long cta
       for (int times_three = 0; times_three < 2; ++times_three) {  // 2^shift, then 3 x 2^(shift - 1)
         const Int candidate = times_three ? Int(3) << (shift - 1) : Int(1) << shift;
         if (candidate > reach) break;
-        const Int rounded_up = (Int(tiles) + candidate - 1) >> (times_three ? shift - 1 : shift);
-        const Int candidate_cost = (Int(ctas) * candidate + kSlots - 1) / kSlots *
-                                   ((times_three ? rounded_up / 3 : rounded_up) + kWaveGuardWaveOverheadTiles);
+        Int waves = 0;
+        const Int candidate_cost = ladder_wave_cost<Int, Int(kSlots)>(times_three ? shift - 1 : shift,
+                                                                      times_three != 0, Int(ctas), Int(tiles), waves);
         if (cheaper(candidate_cost, cost) && candidate_cost < best_cost) {
           best = (int)candidate;
           best_cost = candidate_cost;
