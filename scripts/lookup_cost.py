@@ -20,7 +20,12 @@ FlashAttention's rule (BM_num_splits_heuristic_fa, plain integer code like ours)
   - with a reference measurement (results/h200/lookup_cost.csv, from `scripts/device_run.sh lookup`
     on the GPU machine): any reference lookup is at or over the limit, or the reference measured
     another header than the committed one (re-measure after refitting), or here any lookup costs
-    more than limit x fa_here / fa_reference (the limit "on the reference host");
+    more than limit x fa_here / fa_reference x --cross-host-tolerance (1.25). The tolerance is
+    measured, not chosen for comfort: the yardstick does not carry a lookup's cost exactly from
+    one CPU to another. The compiled-in H200 lookup costs 1.67x the yardstick on the GPU machine's
+    host (Intel Xeon, session 22), 1.53x on session 22's AMD EPYC and 1.65-2.0x on session 21's
+    (10 runs and one CI run); 1.25 x 1.67 = 2.09 covers them. Without it, CI's 2.0x run would fail
+    a lookup that the GPU machine measured at 18.9 ns;
   - always: any lookup costs more than --yardstick-factor (2.5) times the yardstick here. The ratio
     does not depend on the host's speed; it is 1.6-2.0 on session 21's host (minimum of 10), so a
     lookup that got 25-55% slower relative to plain integer code fails on any host.
@@ -151,10 +156,12 @@ def check(args):
         if YARDSTICK not in reference:
             sys.exit(f"lookup_cost: {YARDSTICK} missing from the reference {args.reference}")
         scale = yardstick / reference[YARDSTICK]
+        carried = args.limit_ns * scale * args.cross_host_tolerance
         print(f"reference: {args.reference} ({sidecar.get('cpu')}, {sidecar.get('finished_at')}); this host runs "
-              f"{YARDSTICK} {scale:.2f}x as long: the {args.limit_ns} ns limit is {args.limit_ns * scale:.2f} ns here")
+              f"{YARDSTICK} {scale:.2f}x as long: the {args.limit_ns} ns limit is {args.limit_ns * scale:.2f} ns here, "
+              f"{carried:.2f} ns with the {args.cross_host_tolerance}x cross-host tolerance")
         for name in limits:
-            limits[name] = min(limits[name], args.limit_ns * scale)
+            limits[name] = min(limits[name], carried)
     else:
         print(f"no reference measurement from the GPU machine ({os.path.relpath(args.reference, ROOT)}): "
               f"the {args.limit_ns} ns limit is not carried to this host; the yardstick bound applies")
@@ -184,6 +191,9 @@ def main():
     c.add_argument("--limit-ns", type=float, default=20.0)
     c.add_argument("--yardstick-factor", type=float, default=2.5,
                    help="most times the yardstick's cost a lookup may take on this host (default 2.5)")
+    c.add_argument("--cross-host-tolerance", type=float, default=1.25,
+                   help="how far a lookup's cost relative to the yardstick may differ between this host's "
+                        "CPU and the reference's (default 1.25, measured: see above)")
     c.add_argument("--reference", default=os.path.join(ROOT, "results", "h200", "lookup_cost.csv"))
     args = parser.parse_args()
     measure(args) if args.command == "measure" else check(args)

@@ -45,9 +45,9 @@ def reference(folder, times, header_sha=None):
     return path
 
 
-def run_case(name, here, ref=None, ref_sha=None, expect_fail=None):
+def run_case(name, here, ref=None, ref_sha=None, expect_fail=None, extra=()):
     with tempfile.TemporaryDirectory() as folder:
-        command = [sys.executable, SCRIPT, "check", fake_bench(folder, here)]
+        command = [sys.executable, SCRIPT, "check", fake_bench(folder, here), *extra]
         command += ["--reference", reference(folder, ref, ref_sha) if ref else os.path.join(folder, "none.csv")]
         done = subprocess.run(command, capture_output=True, text=True)
         output = done.stdout + done.stderr
@@ -64,9 +64,15 @@ def main():
         ("no reference, over 2.5x the yardstick", {FA: 10.0, OURS: 26.0}, None, None,
          f"this host: {OURS} costs 26.00 ns >= 25.00 ns"),
         ("reference under 20 ns, this host 2x slower", {FA: 12.0, OURS: 25.0}, {FA: 6.0, OURS: 12.0}, None, None),
-        # scale 12 / 10: the limit here is 24 ns, tighter than the yardstick bound (30 ns).
+        # scale 12 / 10 and tolerance 1.25: the limit here is 30 ns; at 1.0, 24 ns, tighter than the
+        # yardstick bound (30 ns).
+        ("reference under 20 ns, lookup within the carried limit", {FA: 12.0, OURS: 29.0}, {FA: 10.0, OURS: 12.0},
+         None, None, []),
         ("reference under 20 ns, lookup slower than scaled", {FA: 12.0, OURS: 25.0}, {FA: 10.0, OURS: 12.0}, None,
-         f"this host: {OURS} costs 25.00 ns >= 24.00 ns"),
+         f"this host: {OURS} costs 25.00 ns >= 24.00 ns", ["--cross-host-tolerance", "1.0"]),
+        # scale 10 / 12 and tolerance 1.25: 20.83 ns here, tighter than the yardstick bound (25 ns).
+        ("reference under 20 ns, lookup slower than scaled with the tolerance", {FA: 10.0, OURS: 22.0},
+         {FA: 12.0, OURS: 15.0}, None, f"this host: {OURS} costs 22.00 ns >= 20.83 ns"),
         ("reference at 20 ns", {FA: 12.0, OURS: 20.0}, {FA: 12.0, OURS: 20.0}, None,
          f"reference (test cpu): {OURS} costs 20.00 ns >= 20.0 ns"),
         ("reference of another header", {FA: 12.0, OURS: 15.0}, {FA: 12.0, OURS: 15.0}, "0" * 64,
