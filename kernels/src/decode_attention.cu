@@ -288,26 +288,12 @@ bool grid_one_cta_per_sm(long long ctas) {
   return device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess && ctas <= sms;
 }
 
-// Measurement switch (kernels/NOTES.md, v28): SPLITKV_DEEP_RING=1 runs fixed-count grids of at most
-// one CTA per SM, contiguous bf16/fp16 at head_dim 128, with a kDeepRingStages-deep cp.async ring
-// (5 tiles in flight instead of 2). Read once.
-bool grid_deep_ring(long long ctas) {
-  static const bool deep = environment_int("SPLITKV_DEEP_RING", 0) != 0;
-  int sms = 0;
-  return deep && device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess && ctas <= sms;
-}
-
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kStages = kernels::decode_stages<kHeadDim>()>
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
+  int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
+  const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
   const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-  if constexpr (kHeadDim == 128 && !kPaged && !kAuto && kStages != kernels::kDeepRingStages) {
-    if (grid_deep_ring(ctas))
-      return launch_grid<Element, kHeadDim, kPaged, kAuto, kernels::kDeepRingStages>(params, args, stream);
-  }
-  int shared_bytes = kernels::decode_shared_bytes<kHeadDim, kStages>();
-  const void* kernel =
-      reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto, kStages>);
   if (grid_one_cta_per_sm(ctas)) {
     int per_cta_bytes = 0;
     const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
@@ -323,7 +309,7 @@ cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelA
   kernels::DecodeKernelArgs launched = args;
   error = plan_speculative_prefetch(params, std::min<long long>(ctas, resident), resident, launched);
   if (error != cudaSuccess) return error;
-  return launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto, kStages>,
+  return launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>,
                        dim3(params.batch * params.num_kv_heads, params.num_splits), dim3(kernels::kThreadsPerCta),
                        shared_bytes, stream, launched, auto_table_argument<kAuto>(params));
 }

@@ -299,15 +299,9 @@ constexpr int decode_stages() {
   return kHeadDim <= 64 ? 4 : 3;
 }
 
-// A deeper ring for the CTA-per-item grid when its CTAs fit one per SM (kernels/NOTES.md, v28):
-// such a CTA has the SM's shared memory to itself, and with two tiles in flight one CTA per SM
-// moves ~45 GB/s at a light load (v14), near the ~35 GB/s per SM that 4.5 TB/s over 128 CTAs asks.
-// 6 stages of 32 KB at head_dim 128 take 196 KB, within sm_90's 227 KB per CTA.
-inline constexpr int kDeepRingStages = 6;
-
-template <int kHeadDim, int kStages = decode_stages<kHeadDim>()>
+template <int kHeadDim>
 constexpr int decode_shared_bytes() {
-  constexpr int elements = (2 * kStages * kTokensPerTile + kMmaRows) * kHeadDim;
+  constexpr int elements = (2 * decode_stages<kHeadDim>() * kTokensPerTile + kMmaRows) * kHeadDim;
   constexpr int epilogue = kWarpsPerCta * kMmaRows * (kHeadDim + 4) * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
   return elements * 2 > epilogue ? elements * 2 : epilogue;
 }
@@ -361,14 +355,14 @@ __device__ __forceinline__ void prefetch_item_tiles(const DecodeKernelArgs& args
 // last tile, before anything is written (at once for an empty split); one of the two does the
 // asking (GuessCheck below). When it says no, nothing is written and the call returns false.
 // `trace`: the item's per-CTA trace fields (timeline.cuh; empty without SPLITKV_TIMELINE).
-template <typename Element, int kHeadDim, bool kPaged, int kStages = decode_stages<kHeadDim>(), typename Group,
-          typename Check>
+template <typename Element, int kHeadDim, bool kPaged, typename Group, typename Check>
 __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                  Group group, int batch_index, int kv_head, int split,
                                                  int splits, int seqlen, const Check& check,
                                                  bool compact_partials, const TimelineItemTrace trace = {}) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
+  constexpr int kStages = decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
 
   const int live_splits = active_splits(seqlen, splits);
@@ -638,8 +632,7 @@ struct GuessCheck {
 // CTAs past a sequence's live splits exit at once.
 // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
 // then split 1, and so on, so the CTAs that hold work are spread over all SMs (kernels/NOTES.md, v6).
-// kStages: the ring's depth, deeper only on grids of one CTA per SM (kDeepRingStages).
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kStages = decode_stages<kHeadDim>()>
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 __global__ void __launch_bounds__(kThreadsPerCta)
     decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
@@ -667,7 +660,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     trace.mark(TraceSplitField::decision, threadIdx.x == 0);
   }
   const int batch_index = blockIdx.x / args.num_kv_heads;
-  decode_work_item<Element, kHeadDim, kPaged, kStages>(args, shared_bytes, WarpGroup<1>{},
+  decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, WarpGroup<1>{},
                                                batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
                                                splits_of_sequence(args, batch_index, batch_auto_splits),
                                                clamped_length(args, batch_index), NothingToCheck{}, partials_are_compact(auto_table),
