@@ -520,6 +520,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   // Merge the four warps' softmax states through shared memory (the K/V ring is free now).
   copy_async_wait<0>();
   group.sync();
+  trace.mark(TraceItemField::epilogue, group.thread() == 0);
   if (!check.at_end()) return false;  // a late-checked guess failed: nothing written yet
   constexpr int kReduceStride = kHeadDim + 4;
   float* warp_outputs = reinterpret_cast<float*>(shared_bytes);

@@ -106,10 +106,11 @@ enum class TraceItemField : int {
   after_issue,  // after_issue() returned: the first tiles' loads are issued (guess: the decision held)
   first_tile,   // the first copy_async_wait of the tile loop returned (thread 0's share of tile 0)
   end,          // the item's stores are issued (items that hold tokens only)
+  epilogue,     // the tile loop is done (its last copies waited for, the group synced): the merge begins
   count
 };
 inline constexpr int kTraceItemFields = static_cast<int>(TraceItemField::count);
-inline constexpr int kTraceSplitFields = 32;  // stride of a split record (25 used)
+inline constexpr int kTraceSplitFields = 32;  // stride of a split record (29 used)
 static_assert(static_cast<int>(TraceSplitField::first_item) + kTraceMaxItems * kTraceItemFields <= kTraceSplitFields,
               "split trace record layout");
 inline constexpr int kTraceSplitRecords = kTraceMaxCtas * kTraceMaxGroups;
