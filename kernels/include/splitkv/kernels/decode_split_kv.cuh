@@ -537,6 +537,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
     }
   }
   group.sync();
+  trace.mark(TraceItemField::merge_stats, group.thread() == 0);
   float weight[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -560,6 +561,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
         make_float2(output[j][2] * weight[1], output[j][3] * weight[1]);
   }
   group.sync();
+  trace.mark(TraceItemField::merge_rows, group.thread() == 0);
 
   // Each thread sums 4 consecutive columns of one row over the warps and stores them.
   // compact_partials: every sequence of the call has `splits` splits (num_splits = auto), so the
