@@ -5,7 +5,7 @@
 // finish their first work item and exit (kernels/include/splitkv/kernels/timeline_slots.hpp).
 //
 //   auto_timeline_probe [--out timeline.csv] [--calls N] [--warmup N] [--chain 1,4] [--hold-us US]
-//                       [--trace-csv trace.csv] [--trace-samples N]
+//                       [--trace-csv trace.csv] [--trace-samples N] [--trace-order alternate|grouped]
 //
 // Each timed sample: reset the slots; launch a gate kernel that spins until the host has enqueued
 // the whole call and then records its own end (the time origin); the decode call(s); a plain
@@ -317,6 +317,9 @@ struct Options {
   int hold_us = 50;
   std::string trace_csv;  // empty: no per-CTA trace
   int trace_samples = 5;
+  // alternate: fixed and auto trace samples take turns (each finds the other's code in the SM's
+  // instruction cache); grouped: each mode's samples in a row, after 3 untraced ones of that mode.
+  std::string trace_order = "alternate";
 };
 
 void print_usage(std::FILE* stream) {
@@ -332,7 +335,10 @@ void print_usage(std::FILE* stream) {
                "  --hold-us US   host wait after enqueueing a sample before releasing the gate (default 50)\n"
                "  --trace-csv F  also take per-CTA trace samples (chain 1, after the warm-up) and write every\n"
                "                 record to F (ns after the origin), with a summary per shape and mode\n"
-               "  --trace-samples N  traced samples per shape and mode (default 5)\n",
+               "  --trace-samples N  traced samples per shape and mode (default 5)\n"
+               "  --trace-order O    alternate (default): fixed and auto samples take turns, so each finds the\n"
+               "                 other kernel's code in the SMs' instruction caches; grouped: each mode's samples\n"
+               "                 in a row after 3 untraced samples of that mode (its own code cached)\n",
                kCacheCapacity);
 }
 
@@ -353,7 +359,7 @@ Options parse_options(int argc, char** argv) {
       std::exit(0);
     }
     if (flag != "--out" && flag != "--calls" && flag != "--warmup" && flag != "--hold-us" && flag != "--chain" &&
-        flag != "--trace-csv" && flag != "--trace-samples")
+        flag != "--trace-csv" && flag != "--trace-samples" && flag != "--trace-order")
       throw std::invalid_argument("unknown argument '" + flag + "' (try --help)");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value (try --help)");
     const std::string value = argv[++i];
@@ -369,6 +375,10 @@ Options parse_options(int argc, char** argv) {
       options.trace_csv = value;
     } else if (flag == "--trace-samples") {
       options.trace_samples = parse_positive(flag, value);
+    } else if (flag == "--trace-order") {
+      if (value != "alternate" && value != "grouped")
+        throw std::invalid_argument("--trace-order wants alternate or grouped, got '" + value + "'");
+      options.trace_order = value;
     } else {  // --chain
       options.chains.clear();
       std::stringstream list(value);
@@ -783,24 +793,33 @@ int run(const Options& options) {
       for (Mode mode : modes) warmup_timeouts += sampler.sample(enqueue(mode, 1), &scratch) ? 0 : 1;
     if (warmup_timeouts > 0) std::printf("note: %d warm-up samples timed out at the gate\n", warmup_timeouts);
 
-    // Per-CTA trace samples (chain 1), modes alternating, before the timed samples.
+    // Per-CTA trace samples (chain 1), before the timed samples: modes alternating, or grouped.
     if (trace_csv != nullptr) {
       TraceStats stats[2];
       int trace_timeouts = 0;
       TraceSample trace;
-      for (int i = 0; i < options.trace_samples; ++i)
-        for (int m = 0; m < 2; ++m) {
-          SlotTimes times{};
-          trace_buffers->reset();
-          if (!sampler.sample(enqueue(modes[m], 1), &times)) {
-            ++trace_timeouts;
-            continue;
-          }
-          trace_buffers->read(&trace);
-          trace.origin = times[timeline_index(TimelineSlot::probe_origin)];
-          write_trace_sample(trace_csv, shape, modes[m], modes[m] == Mode::fixed ? plan.fixed_splits : plan.auto_splits, i,
-                             trace, &stats[m]);
+      const bool grouped = options.trace_order == "grouped";
+      std::vector<std::pair<int, int>> order;  // (sample, mode); sample < 0: untraced, warms the mode's code
+      for (int first = 0; first < 2; ++first)
+        for (int i = grouped ? -3 : 0; i < options.trace_samples; ++i)
+          for (int m = grouped ? first : 0; m < (grouped ? first + 1 : 2); ++m)
+            if (grouped || first == 0) order.emplace_back(i, m);
+      for (const auto& [i, m] : order) {
+        SlotTimes times{};
+        if (i < 0) {
+          if (!sampler.sample(enqueue(modes[m], 1), &times)) ++trace_timeouts;
+          continue;
         }
+        trace_buffers->reset();
+        if (!sampler.sample(enqueue(modes[m], 1), &times)) {
+          ++trace_timeouts;
+          continue;
+        }
+        trace_buffers->read(&trace);
+        trace.origin = times[timeline_index(TimelineSlot::probe_origin)];
+        write_trace_sample(trace_csv, shape, modes[m], modes[m] == Mode::fixed ? plan.fixed_splits : plan.auto_splits, i,
+                           trace, &stats[m]);
+      }
       std::fflush(trace_csv);
       if (trace_timeouts > 0) std::printf("warning: %d trace samples dropped (gate timed out)\n", trace_timeouts);
       for (int m = 0; m < 2; ++m) print_trace_summary(shape, modes[m], stats[m]);
