@@ -8,6 +8,11 @@
 #                                                                   # (HEAD_REV omitted: the working tree)
 #   scripts/experiments/capacity_ab.sh run                           # on the device, with carry ["build-archive"]
 #
+# AB_GROUPS (default capacity_auto): the bench_peers.py group sets to alternate, separated by ';',
+# e.g. AB_GROUPS='capacity_auto;anchors,head_dim,batch_sweep,context_sweep,capacity' adds issue
+# #6's peers groups (~52 s a run against ~30 s; raise AB_DEADLINE to ~560 to leave the tests time);
+# each set's runs are summarised by capacity_auto_regret.py (capacity_auto) or peers_summary.py.
+#
 # `run` writes $OUT/ab.tgz (the four CSVs with sidecars, build and test logs) and prints the
 # regret of each run (capacity_auto_regret.py) and head/base per contender (capacity_auto_ab.py),
 # then the auto GPU tests of the head build, then memcheck on them while the time allows
@@ -62,20 +67,29 @@ case "${1:-}" in
     echo "capacity_ab.sh: built at ${SECONDS}s"
     heuristics=$work/head/build-device/heuristics/libsplitkv_heuristics_c.so
     status=0
-    for run in base head base2 head2; do
-      lib=$work/${run%2}/build-device/kernels/libsplitkv_c.so
-      SPLITKV_GIT_SHA=${SPLITKV_GIT_SHA:-ab-$run} PYTHONUNBUFFERED=1 timeout -s INT 60 \
-        python3 "$work/head/scripts/bench_peers.py" --lib "$lib" --heuristic-lib "$heuristics" \
-        --out "$OUT/ab/capacity_auto_$run.csv" --groups capacity_auto --flex-groups "" >"$OUT/ab/$run.log" 2>&1
-      rc=$?
-      echo "capacity_ab.sh: $run exit $rc at ${SECONDS}s"
-      if [[ $rc -ne 0 ]]; then tail -3 "$OUT/ab/$run.log"; status=1; fi
-    done
-    if [[ $status -eq 0 ]]; then
-      python3 "$work/head/scripts/experiments/capacity_auto_regret.py" "$OUT"/ab/capacity_auto_*.csv
+    IFS=';' read -ra group_sets <<<"${AB_GROUPS:-capacity_auto}"
+    for groups in "${group_sets[@]}"; do
+      tag=$(echo "${groups%%,*}" | tr -c 'a-z0-9_\n' '_')
+      seconds=$([[ $groups == capacity_auto ]] && echo 60 || echo 150)
+      set_status=0
+      for run in base head base2 head2; do
+        lib=$work/${run%2}/build-device/kernels/libsplitkv_c.so
+        SPLITKV_GIT_SHA=${SPLITKV_GIT_SHA:-ab-$run} PYTHONUNBUFFERED=1 timeout -s INT "$seconds" \
+          python3 "$work/head/scripts/bench_peers.py" --lib "$lib" --heuristic-lib "$heuristics" \
+          --out "$OUT/ab/${tag}_$run.csv" --groups "$groups" --flex-groups "" >"$OUT/ab/${tag}_$run.log" 2>&1
+        rc=$?
+        echo "capacity_ab.sh: ${tag}_$run exit $rc at ${SECONDS}s"
+        if [[ $rc -ne 0 ]]; then tail -3 "$OUT/ab/${tag}_$run.log"; set_status=1; status=1; fi
+      done
+      [[ $set_status -eq 0 ]] || continue
+      if [[ $groups == *capacity_auto* ]]; then
+        python3 "$work/head/scripts/experiments/capacity_auto_regret.py" "$OUT"/ab/"${tag}"_*.csv
+      else
+        python3 "$work/head/scripts/experiments/peers_summary.py" "$OUT"/ab/"${tag}"_*.csv
+      fi
       python3 "$work/head/scripts/experiments/capacity_auto_ab.py" \
-        "$OUT/ab/capacity_auto_base.csv,$OUT/ab/capacity_auto_base2.csv" "$OUT/ab/capacity_auto_head.csv,$OUT/ab/capacity_auto_head2.csv"
-    fi
+        "$OUT/ab/${tag}_base.csv,$OUT/ab/${tag}_base2.csv" "$OUT/ab/${tag}_head.csv,$OUT/ab/${tag}_head2.csv"
+    done
     tests=$work/head/build-device/tests/splitkv_gpu_tests
     filter='*Auto*:*Graph*:*DevicePolicies*:*PerSequence*:*SanitizerSubset*:*EdgeLengths*'
     left=$(( deadline - 40 - SECONDS ))
@@ -98,7 +112,7 @@ case "${1:-}" in
     exit $status
     ;;
   *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
