@@ -13,8 +13,8 @@
 # #6's peers groups (~52 s a run against ~30 s; raise AB_DEADLINE to ~560 to leave the tests time);
 # each set's runs are summarised by capacity_auto_regret.py (capacity_auto) or peers_summary.py.
 #
-# `run` writes $OUT/ab.tgz (the four CSVs with sidecars, build and test logs) and prints the
-# regret of each run (capacity_auto_regret.py) and head/base per contender (capacity_auto_ab.py),
+# `run` writes $OUT/ab.tgz (four CSVs per group set with sidecars, build and test logs) and prints
+# each set's summaries and head/base per contender (capacity_auto_ab.py),
 # then the auto GPU tests of the head build, then memcheck on them while the time allows
 # (AB_DEADLINE seconds into the call, default 280). About 240 s warm or 280 s cold.
 set -uo pipefail
