@@ -299,10 +299,19 @@ constexpr int decode_stages() {
   return kHeadDim <= 64 ? 4 : 3;
 }
 
+// Row stride (floats) of the buffer the four warps merge their outputs through at an item's end:
+// kHeadDim + 8 puts each row 8 banks after the previous one, so the four rows a half-warp's float2
+// stores touch cover all 32 banks once (+4 gave a 2-way conflict on every one of the 32 stores per
+// thread; kernels/NOTES.md, v29).
+template <int kHeadDim>
+constexpr int merge_row_stride() {
+  return kHeadDim + 8;
+}
+
 template <int kHeadDim>
 constexpr int decode_shared_bytes() {
   constexpr int elements = (2 * decode_stages<kHeadDim>() * kTokensPerTile + kMmaRows) * kHeadDim;
-  constexpr int epilogue = kWarpsPerCta * kMmaRows * (kHeadDim + 4) * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
+  constexpr int epilogue = kWarpsPerCta * kMmaRows * merge_row_stride<kHeadDim>() * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
   return elements * 2 > epilogue ? elements * 2 : epilogue;
 }
 
@@ -522,7 +531,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   group.sync();
   trace.mark(TraceItemField::epilogue, group.thread() == 0);
   if (!check.at_end()) return false;  // a late-checked guess failed: nothing written yet
-  constexpr int kReduceStride = kHeadDim + 4;
+  constexpr int kReduceStride = merge_row_stride<kHeadDim>();
   float* warp_outputs = reinterpret_cast<float*>(shared_bytes);
   float* warp_max = warp_outputs + kWarpsPerCta * kMmaRows * kReduceStride;
   float* warp_sum = warp_max + kWarpsPerCta * kMmaRows;
@@ -538,6 +547,9 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   }
   group.sync();
   trace.mark(TraceItemField::merge_stats, group.thread() == 0);
+  // compact_partials: every sequence of the call has `splits` splits (num_splits = auto), so the
+  // partials need only that stride, not the grid's bound (kernels/NOTES.md, v24).
+  const int64_t split_stride = partial_split_stride(args, splits, compact_partials);
   float weight[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -551,22 +563,39 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
     for (int w = 0; w < kWarpsPerCta; ++w)
       cta_sum += warp_sum[w * kMmaRows + row] * exp2f(warp_max[w * kMmaRows + row] - safe_max);
     weight[r] = cta_sum > 0.f ? exp2f(row_max[r] - safe_max) / cta_sum : 0.f;
+    // The row's LSE (natural log, as FlashAttention returns it; -inf for a row with no tokens) from
+    // the same maximum and sum, by warp 0's quad leaders: recomputing it after the merge put 8
+    // dependent shared-memory loads on the item's last path (kernels/NOTES.md, v29).
+    if (warp == 0 && lane % 4 == 0 && row < args.group_size) {
+      const float lse = cta_sum > 0.f ? (safe_max + log2f(cta_sum)) * 0.69314718055994531f : -INFINITY;
+      const int64_t head_row = q_row0 + row;
+      if (writes_final_output) {
+        if (args.lse != nullptr) args.lse[head_row] = lse;
+      } else {
+        args.partial_lse[head_row * split_stride + split] = lse;
+      }
+    }
   }
+  // Only the query group's rows are summed below; the MMA's padding rows (12 of 16 at 4 query
+  // heads per kv head) are not stored: at a group of 4 that is an eighth of the stores' wavefronts.
+  // Not at head_dim 256, where the persistent auto kernel has no register left for the predicates
+  // (16 bytes spilled).
+  const bool upper_row_real = kHeadDim > 128 || quad_row < args.group_size;
+  const bool lower_row_real = kHeadDim > 128 || quad_row + 8 < args.group_size;
 #pragma unroll
   for (int j = 0; j < kHeadDim / 8; ++j) {
     const int column = j * 8 + (lane % 4) * 2;
     float* row0 = warp_outputs + (warp * kMmaRows + quad_row) * kReduceStride + column;
-    *reinterpret_cast<float2*>(row0) = make_float2(output[j][0] * weight[0], output[j][1] * weight[0]);
-    *reinterpret_cast<float2*>(row0 + 8 * kReduceStride) =
-        make_float2(output[j][2] * weight[1], output[j][3] * weight[1]);
+    if (upper_row_real)
+      *reinterpret_cast<float2*>(row0) = make_float2(output[j][0] * weight[0], output[j][1] * weight[0]);
+    if (lower_row_real)
+      *reinterpret_cast<float2*>(row0 + 8 * kReduceStride) =
+          make_float2(output[j][2] * weight[1], output[j][3] * weight[1]);
   }
   group.sync();
   trace.mark(TraceItemField::merge_rows, group.thread() == 0);
 
   // Each thread sums 4 consecutive columns of one row over the warps and stores them.
-  // compact_partials: every sequence of the call has `splits` splits (num_splits = auto), so the
-  // partials need only that stride, not the grid's bound (kernels/NOTES.md, v24).
-  const int64_t split_stride = partial_split_stride(args, splits, compact_partials);
   for (int index = static_cast<int>(group.thread()) * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
     const int row = index / kHeadDim;
     const int column = index % kHeadDim;
@@ -588,23 +617,6 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
       destination[3] = Mma::from_float(sum.w);
     } else {
       *reinterpret_cast<float4*>(args.partial_out + (head_row * split_stride + split) * kHeadDim + column) = sum;
-    }
-  }
-  // LSE in natural log, as FlashAttention returns it; -inf for a row with no tokens.
-  if (group.thread() < args.group_size) {
-    const int row = static_cast<int>(group.thread());
-    float cta_max = -INFINITY;
-    float cta_sum = 0.f;
-    for (int w = 0; w < kWarpsPerCta; ++w) cta_max = fmaxf(cta_max, warp_max[w * kMmaRows + row]);
-    const float safe_max = cta_max == -INFINITY ? 0.f : cta_max;
-    for (int w = 0; w < kWarpsPerCta; ++w)
-      cta_sum += warp_sum[w * kMmaRows + row] * exp2f(warp_max[w * kMmaRows + row] - safe_max);
-    const float lse = cta_sum > 0.f ? (safe_max + log2f(cta_sum)) * 0.69314718055994531f : -INFINITY;
-    const int64_t head_row = q_row0 + row;
-    if (writes_final_output) {
-      if (args.lse != nullptr) args.lse[head_row] = lse;
-    } else {
-      args.partial_lse[head_row * split_stride + split] = lse;
     }
   }
   timeline_mark_min(TimelineSlot::split_item_end_first, group.thread() == 0);
