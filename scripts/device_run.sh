@@ -17,7 +17,9 @@
 # in SPLITKV_SWEEPS (entries name:grid[:kernels[:VAR=value]], default: sweeps/quick.json twice as
 # quick_a/quick_b for run-to-run stability, then sweeps/full.json), each into
 # results/h200/<name>.csv, and interrupts whatever still runs SPLITKV_SWEEP_DEADLINE seconds into
-# the script (default 420; it stops cleanly and can be resumed). fit regenerates the header from
+# the script (default 420; it stops cleanly and can be resumed: with SPLITKV_SWEEP_RESUME=1 a sweep
+# whose CSV is already in the tree, brought back from an interrupted call, continues with --resume
+# instead of starting over). fit regenerates the header from
 # results/h200/full.csv; peers runs scripts/bench_peers.py until SPLITKV_DEADLINE (default 560).
 # profile runs Nsight Compute (clocks left alone) on scripts/experiments/ncu_auto_vs_fixed.py: the
 # split kernels at the host heuristic's count and with num_splits = auto, SpeedOfLight, warp state
@@ -149,10 +151,15 @@ if wants sweep; then
     left=$(( sweep_deadline - SECONDS ))
     if (( left < 5 )); then echo "$name: skipped, sweep deadline reached"; continue; fi
     mkdir -p "$(dirname "results/h200/$name.csv")" "$(dirname "$LOG/sweep_$name.log")"
-    rm -f "results/h200/$name.csv" "results/h200/$name.json"
+    resume=()
+    if [[ ${SPLITKV_SWEEP_RESUME:-0} == 1 && -s "results/h200/$name.csv" ]]; then
+      resume=(--resume)   # a sweep an earlier call interrupted: its rows came back and travel with the tree
+    else
+      rm -f "results/h200/$name.csv" "results/h200/$name.json"
+    fi
     start=$SECONDS
     env ${env_assign:-SPLITKV_NO_EXTRA_ENV=1} "$splitkv" sweep --grid "$grid" --kernel "${kernels:-splitkv}" \
-      --out "results/h200/$name.csv" 2>"$LOG/sweep_$name.log" &
+      --out "results/h200/$name.csv" "${resume[@]}" 2>"$LOG/sweep_$name.log" &
     sweep_pid=$!
     # The watchdog's sleep must not hold this script's stdout: the device tool waits for every
     # writer of it to close, so a stray sleep would keep the call (and the GPU) busy until it ends.
