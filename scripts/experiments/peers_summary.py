@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Issue #6's figures from one `scripts/bench_peers.py` CSV: ours at the heuristic's choice against
 SDPA cuDNN (geomean speedup over all shapes and over batch <= 16, the worst shape; and at batch <= 16
-with ours at the split search's best count) and against SDPA flash, where speedup = the peer's time / ours. The same sums as the report's peers section
-(scripts/plot_report.py), for an A/B on the device (scripts/experiments/env_ab.sh).
+with ours at the split search's best count) and against SDPA flash, where speedup = the peer's time
+/ ours. The same sums as the report's peers section (scripts/plot_report.py), for an A/B on the
+device (scripts/experiments/env_ab.sh).
 
   python3 scripts/experiments/peers_summary.py results/h200/peers.csv"""
 import collections

@@ -800,10 +800,13 @@ int run(const Options& options) {
       TraceSample trace;
       const bool grouped = options.trace_order == "grouped";
       std::vector<std::pair<int, int>> order;  // (sample, mode); sample < 0: untraced, warms the mode's code
-      for (int first = 0; first < 2; ++first)
-        for (int i = grouped ? -3 : 0; i < options.trace_samples; ++i)
-          for (int m = grouped ? first : 0; m < (grouped ? first + 1 : 2); ++m)
-            if (grouped || first == 0) order.emplace_back(i, m);
+      if (grouped) {
+        for (int m = 0; m < 2; ++m)
+          for (int i = -3; i < options.trace_samples; ++i) order.emplace_back(i, m);
+      } else {
+        for (int i = 0; i < options.trace_samples; ++i)
+          for (int m = 0; m < 2; ++m) order.emplace_back(i, m);
+      }
       for (const auto& [i, m] : order) {
         SlotTimes times{};
         if (i < 0) {
