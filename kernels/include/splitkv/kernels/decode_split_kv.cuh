@@ -526,7 +526,11 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
     }
   }
 
-  // Merge the four warps' softmax states through shared memory (the K/V ring is free now).
+  // Merge the four warps' softmax states through shared memory (the K/V ring is free now). Each
+  // warp stores its rows unscaled with its row maxima and sums, in one phase behind one barrier;
+  // the threads that sum a row then form the weights themselves, their loads of the maxima and sums
+  // in flight with those of the rows (a second barrier and the weights' round trip before it were
+  // on every item's last path; kernels/NOTES.md, v32).
   copy_async_wait<0>();
   group.sync();
   trace.mark(TraceItemField::epilogue, group.thread() == 0);
@@ -545,78 +549,74 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
       warp_sum[warp * kMmaRows + quad_row + 8 * r] = row_sum[r];
     }
   }
-  group.sync();
-  trace.mark(TraceItemField::merge_stats, group.thread() == 0);
-  // compact_partials: every sequence of the call has `splits` splits (num_splits = auto), so the
-  // partials need only that stride, not the grid's bound (kernels/NOTES.md, v24).
-  const int64_t split_stride = partial_split_stride(args, splits, compact_partials);
-  float weight[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = quad_row + 8 * r;
-    float cta_max = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarpsPerCta; ++w) cta_max = fmaxf(cta_max, warp_max[w * kMmaRows + row]);
-    const float safe_max = cta_max == -INFINITY ? 0.f : cta_max;
-    float cta_sum = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarpsPerCta; ++w)
-      cta_sum += warp_sum[w * kMmaRows + row] * exp2f(warp_max[w * kMmaRows + row] - safe_max);
-    weight[r] = cta_sum > 0.f ? exp2f(row_max[r] - safe_max) / cta_sum : 0.f;
-    // The row's LSE (natural log, as FlashAttention returns it; -inf for a row with no tokens) from
-    // the same maximum and sum, by warp 0's quad leaders: recomputing it after the merge put 8
-    // dependent shared-memory loads on the item's last path (kernels/NOTES.md, v29).
-    if (warp == 0 && lane % 4 == 0 && row < args.group_size) {
-      const float lse = cta_sum > 0.f ? (safe_max + log2f(cta_sum)) * 0.69314718055994531f : -INFINITY;
-      const int64_t head_row = q_row0 + row;
-      if (writes_final_output) {
-        if (args.lse != nullptr) args.lse[head_row] = lse;
-      } else {
-        args.partial_lse[head_row * split_stride + split] = lse;
-      }
-    }
-  }
-  // Only the query group's rows are summed below; the MMA's padding rows (12 of 16 at 4 query
-  // heads per kv head) are not stored: at a group of 4 that is an eighth of the stores' wavefronts.
-  // Not at head_dim 256, where the persistent auto kernel has no register left for the predicates
-  // (16 bytes spilled).
+  // Only the query group's rows are stored; the MMA's padding rows (12 of 16 at 4 query heads per
+  // kv head) are not: at a group of 4 that is an eighth of the stores' wavefronts. Not at head_dim
+  // 256, where the persistent auto kernel has no register left for the predicates (16 bytes
+  // spilled).
   const bool upper_row_real = kHeadDim > 128 || quad_row < args.group_size;
   const bool lower_row_real = kHeadDim > 128 || quad_row + 8 < args.group_size;
 #pragma unroll
   for (int j = 0; j < kHeadDim / 8; ++j) {
     const int column = j * 8 + (lane % 4) * 2;
     float* row0 = warp_outputs + (warp * kMmaRows + quad_row) * kReduceStride + column;
-    if (upper_row_real)
-      *reinterpret_cast<float2*>(row0) = make_float2(output[j][0] * weight[0], output[j][1] * weight[0]);
+    if (upper_row_real) *reinterpret_cast<float2*>(row0) = make_float2(output[j][0], output[j][1]);
     if (lower_row_real)
-      *reinterpret_cast<float2*>(row0 + 8 * kReduceStride) =
-          make_float2(output[j][2] * weight[1], output[j][3] * weight[1]);
+      *reinterpret_cast<float2*>(row0 + 8 * kReduceStride) = make_float2(output[j][2], output[j][3]);
   }
   group.sync();
+  trace.mark(TraceItemField::merge_stats, group.thread() == 0);
   trace.mark(TraceItemField::merge_rows, group.thread() == 0);
 
-  // Each thread sums 4 consecutive columns of one row over the warps and stores them.
+  // Each thread sums 4 consecutive columns of one row over the warps, each warp's row weighted by
+  // exp2(its max - the CTA's max) / the CTA's sum, and stores them; the thread at column 0 also
+  // stores the row's LSE (natural log, as FlashAttention returns it; -inf for a row with no tokens).
+  // compact_partials: every sequence of the call has `splits` splits (num_splits = auto), so the
+  // partials need only that stride, not the grid's bound (kernels/NOTES.md, v24).
+  const int64_t split_stride = partial_split_stride(args, splits, compact_partials);
   for (int index = static_cast<int>(group.thread()) * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
     const int row = index / kHeadDim;
     const int column = index % kHeadDim;
+    float row_maxima[kWarpsPerCta];
+    float row_sums[kWarpsPerCta];
+    float4 parts[kWarpsPerCta];
+#pragma unroll
+    for (int w = 0; w < kWarpsPerCta; ++w) {
+      row_maxima[w] = warp_max[w * kMmaRows + row];
+      row_sums[w] = warp_sum[w * kMmaRows + row];
+      parts[w] = *reinterpret_cast<const float4*>(warp_outputs + (w * kMmaRows + row) * kReduceStride + column);
+    }
+    float cta_max = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarpsPerCta; ++w) cta_max = fmaxf(cta_max, row_maxima[w]);
+    const float safe_max = cta_max == -INFINITY ? 0.f : cta_max;
+    float cta_sum = 0.f;
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int w = 0; w < kWarpsPerCta; ++w) {
-      const float4 part = *reinterpret_cast<const float4*>(warp_outputs + (w * kMmaRows + row) * kReduceStride + column);
-      sum.x += part.x;
-      sum.y += part.y;
-      sum.z += part.z;
-      sum.w += part.w;
+      const float scale = exp2f(row_maxima[w] - safe_max);
+      cta_sum += row_sums[w] * scale;
+      sum.x += parts[w].x * scale;
+      sum.y += parts[w].y * scale;
+      sum.z += parts[w].z * scale;
+      sum.w += parts[w].w * scale;
     }
+    const float inverse = cta_sum > 0.f ? 1.f / cta_sum : 0.f;
+    sum.x *= inverse;
+    sum.y *= inverse;
+    sum.z *= inverse;
+    sum.w *= inverse;
     const int64_t head_row = q_row0 + row;
+    const float lse = cta_sum > 0.f ? (safe_max + log2f(cta_sum)) * 0.69314718055994531f : -INFINITY;
     if (writes_final_output) {
       Element* destination = static_cast<Element*>(args.out) + head_row * kHeadDim + column;
       destination[0] = Mma::from_float(sum.x);
       destination[1] = Mma::from_float(sum.y);
       destination[2] = Mma::from_float(sum.z);
       destination[3] = Mma::from_float(sum.w);
+      if (column == 0 && args.lse != nullptr) args.lse[head_row] = lse;
     } else {
       *reinterpret_cast<float4*>(args.partial_out + (head_row * split_stride + split) * kHeadDim + column) = sum;
+      if (column == 0) args.partial_lse[head_row * split_stride + split] = lse;
     }
   }
   timeline_mark_min(TimelineSlot::split_item_end_first, group.thread() == 0);
