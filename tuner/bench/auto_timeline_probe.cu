@@ -6,6 +6,7 @@
 //
 //   auto_timeline_probe [--out timeline.csv] [--calls N] [--warmup N] [--chain 1,4] [--hold-us US]
 //                       [--trace-csv trace.csv] [--trace-samples N] [--trace-order alternate|grouped]
+//                       [--trace-chain K]
 //
 // Each timed sample: reset the slots; launch a gate kernel that spins until the host has enqueued
 // the whole call and then records its own end (the time origin); the decode call(s); a plain
@@ -24,7 +25,11 @@
 // `--trace-csv FILE` adds the per-CTA trace (timeline_slots.hpp, TraceSplitField / TraceCombineField):
 // per shape, after the warm-up, N single-call samples (chain 1) per mode, alternating fixed and auto;
 // every written record becomes a CSV row (ns after the sample's origin), and a summary per shape and
-// mode is printed (decision - after wait, first tile - after_issue, item end - start, item-carrying
+// mode is printed. `--trace-chain K` traces the last of K calls back to back instead, the benchmark's
+// steady state, where the single call's cold start is gone: each call's marks overwrite the previous
+// call's, and every mark a call makes comes after the same mark of the call before it (a split CTA
+// passes its wait only once the previous combine is complete), so the records read back are the
+// last call's (decision - after wait, first tile - after_issue, item end - start, item-carrying
 // groups per SM, combine exit - after wait and how many combine CTAs share an SM with such a group).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -320,6 +325,7 @@ struct Options {
   // alternate: fixed and auto trace samples take turns (each finds the other's code in the SM's
   // instruction cache); grouped: each mode's samples in a row, after 3 untraced ones of that mode.
   std::string trace_order = "alternate";
+  int trace_chain = 1;  // calls back to back per trace sample; the records are the last call's
 };
 
 void print_usage(std::FILE* stream) {
@@ -338,7 +344,9 @@ void print_usage(std::FILE* stream) {
                "  --trace-samples N  traced samples per shape and mode (default 5)\n"
                "  --trace-order O    alternate (default): fixed and auto samples take turns, so each finds the\n"
                "                 other kernel's code in the SMs' instruction caches; grouped: each mode's samples\n"
-               "                 in a row after 3 untraced samples of that mode (its own code cached)\n",
+               "                 in a row after 3 untraced samples of that mode (its own code cached)\n"
+               "  --trace-chain K    decode calls back to back per trace sample (default 1); the records are\n"
+               "                 the last call's, so K > 1 traces the steady state of the graph benchmark\n",
                kCacheCapacity);
 }
 
@@ -359,7 +367,7 @@ Options parse_options(int argc, char** argv) {
       std::exit(0);
     }
     if (flag != "--out" && flag != "--calls" && flag != "--warmup" && flag != "--hold-us" && flag != "--chain" &&
-        flag != "--trace-csv" && flag != "--trace-samples" && flag != "--trace-order")
+        flag != "--trace-csv" && flag != "--trace-samples" && flag != "--trace-order" && flag != "--trace-chain")
       throw std::invalid_argument("unknown argument '" + flag + "' (try --help)");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value (try --help)");
     const std::string value = argv[++i];
@@ -375,6 +383,8 @@ Options parse_options(int argc, char** argv) {
       options.trace_csv = value;
     } else if (flag == "--trace-samples") {
       options.trace_samples = parse_positive(flag, value);
+    } else if (flag == "--trace-chain") {
+      options.trace_chain = parse_positive(flag, value);
     } else if (flag == "--trace-order") {
       if (value != "alternate" && value != "grouped")
         throw std::invalid_argument("--trace-order wants alternate or grouped, got '" + value + "'");
@@ -793,7 +803,8 @@ int run(const Options& options) {
       for (Mode mode : modes) warmup_timeouts += sampler.sample(enqueue(mode, 1), &scratch) ? 0 : 1;
     if (warmup_timeouts > 0) std::printf("note: %d warm-up samples timed out at the gate\n", warmup_timeouts);
 
-    // Per-CTA trace samples (chain 1), before the timed samples: modes alternating, or grouped.
+    // Per-CTA trace samples (the last of --trace-chain calls), before the timed samples: modes
+    // alternating, or grouped.
     if (trace_csv != nullptr) {
       TraceStats stats[2];
       int trace_timeouts = 0;
@@ -810,11 +821,11 @@ int run(const Options& options) {
       for (const auto& [i, m] : order) {
         SlotTimes times{};
         if (i < 0) {
-          if (!sampler.sample(enqueue(modes[m], 1), &times)) ++trace_timeouts;
+          if (!sampler.sample(enqueue(modes[m], options.trace_chain), &times)) ++trace_timeouts;
           continue;
         }
         trace_buffers->reset();
-        if (!sampler.sample(enqueue(modes[m], 1), &times)) {
+        if (!sampler.sample(enqueue(modes[m], options.trace_chain), &times)) {
           ++trace_timeouts;
           continue;
         }
@@ -825,6 +836,8 @@ int run(const Options& options) {
       }
       std::fflush(trace_csv);
       if (trace_timeouts > 0) std::printf("warning: %d trace samples dropped (gate timed out)\n", trace_timeouts);
+      if (options.trace_chain > 1)
+        std::printf("trace: the last of %d calls back to back in each sample\n", options.trace_chain);
       for (int m = 0; m < 2; ++m) print_trace_summary(shape, modes[m], stats[m]);
     }
 
