@@ -11,8 +11,10 @@ fp32) before timing.
     python3 scripts/bench_peers.py --lib build/kernels/libsplitkv_c.so \\
         --heuristic-lib build/heuristics/libsplitkv_heuristics_c.so --out results/h200/peers.csv
 
-Writes the CSV, a JSON sidecar (<out>.json), a markdown table (<out>.md) and, where matplotlib is
-importable, a plot (<out>.png). Needs a CUDA GPU and torch; runs on the GPU machine.
+Writes the CSV and a JSON sidecar (<out>.json: what ran, where and when). The markdown table and the
+plot of time per shape per contender come from the committed CSV, on any machine: scripts/report.sh
+(scripts/plot_report.py) writes them into results/<gpu>/report/summary.md ("Peers") and
+report/peers_time.png. Needs a CUDA GPU and torch; runs on the GPU machine.
 """
 import argparse
 import csv
@@ -305,7 +307,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lib", required=True, help="path to libsplitkv_c.so")
     parser.add_argument("--heuristic-lib", help="path to libsplitkv_heuristics_c.so (ours at the table's choice)")
-    parser.add_argument("--out", required=True, help="CSV to write; .json/.md/.png are written beside it")
+    parser.add_argument("--out", required=True, help="CSV to write; its JSON sidecar is written beside it")
     parser.add_argument("--groups", default="anchors,head_dim,batch_sweep,context_sweep,capacity",
                         help="comma-separated shape groups to run; capacity_auto (issue #7: the 60 capacity-"
                         "scenario shapes, ours only: auto, the heuristic and every fixed count) is not in the default")
