@@ -12,8 +12,9 @@
 #                      regret.{csv,md}, regret_points.csv, summary.md and the plots
 #   --splitkv PATH     the splitkv binary (default build/cli/splitkv; when it is missing, a CPU-only
 #                      build of it is made in build-report/)
-#   --python PATH      a python3 with matplotlib (default: python3 if it imports matplotlib, else
-#                      /usr/bin/python3, Debian's, where scripts/install_deps.sh installs it)
+#   --python PATH      a python3 with matplotlib (default: $SPLITKV_PYTHON when set, else python3
+#                      if it imports matplotlib, else /usr/bin/python3, Debian's, where
+#                      scripts/install_deps.sh installs it)
 #
 # Steps: splitkv fit --report (fit.md; the header it also writes is thrown away, and `fit --check`
 # only says whether the committed header is still what full.csv gives), splitkv evaluate

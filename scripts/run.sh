@@ -6,9 +6,12 @@
 #
 # On a fresh machine it installs the dependencies and builds first (scripts/test.sh's set-up).
 # With a usable GPU it sweeps SPLITKV_GRID (default sweeps/quick.json, ~15 s on an H200; use
-# sweeps/full.json, ~4 min, for a table worth committing) into results/<gpu>/<grid>.csv, resuming
-# a previous run there, and fits that; without one it fits the committed results/h200/full.csv.
-# Outputs: heuristics/generated/num_splits_<gpu>.hpp and results/<gpu>/report/.
+# sweeps/full.json, ~5 min, for a table worth committing) into results/<gpu>/<grid>.csv, resuming
+# a previous run there (the committed H200 quick.csv is complete: delete it to re-time on an H200),
+# and fits that; without one it fits the committed results/h200/full.csv.
+# Outputs: from full.csv, heuristics/generated/num_splits_<gpu>.hpp and results/<gpu>/report/; from
+# any other grid (a smoke test, not a table to commit) the same two under $SPLITKV_BUILD_DIR/run/,
+# so that a quick fit never overwrites the committed header or reports.
 # Environment: SPLITKV_BUILD_DIR (default build), SPLITKV_GRID, SPLITKV_NO_SWEEP=1 to fit the
 # committed results even when a GPU is present.
 set -euo pipefail
@@ -35,15 +38,20 @@ else
   say "no usable GPU (or SPLITKV_NO_SWEEP=1): fitting the committed H200 measurements"
 fi
 
-say "fit results/$gpu/$results.csv -> heuristics/generated/num_splits_$gpu.hpp"
-"$splitkv" fit "results/$gpu/$results.csv" --out "heuristics/generated/num_splits_$gpu.hpp"
 if [ "$results" = full ]; then
+  say "fit results/$gpu/$results.csv -> heuristics/generated/num_splits_$gpu.hpp"
+  "$splitkv" fit "results/$gpu/$results.csv" --out "heuristics/generated/num_splits_$gpu.hpp"
   # The regret tables (in sample, cross-validated, validation), paged vs contiguous, the capacity
   # scenario, the plots and summary.md.
   scripts/report.sh --results-dir "results/$gpu" --splitkv "$splitkv"
   say "done: heuristics/generated/num_splits_$gpu.hpp, results/$gpu/report/summary.md"
 else
-  mkdir -p "results/$gpu/report"
-  "$splitkv" evaluate "results/$gpu/$results.csv" --out "results/$gpu/report/regret.csv"
-  say "done: heuristics/generated/num_splits_$gpu.hpp, results/$gpu/report/regret.md"
+  # A smoke grid's table is not one to commit: it goes beside the build, not over the
+  # committed header and reports, which come from full.csv.
+  run_dir="$build_dir/run/${gpu}_$results"
+  mkdir -p "$run_dir"
+  say "fit results/$gpu/$results.csv -> $run_dir/num_splits_$gpu.hpp (a $results-grid table; SPLITKV_GRID=sweeps/full.json for one to commit)"
+  "$splitkv" fit "results/$gpu/$results.csv" --out "$run_dir/num_splits_$gpu.hpp"
+  "$splitkv" evaluate "results/$gpu/$results.csv" --out "$run_dir/regret.csv"
+  say "done: $run_dir/num_splits_$gpu.hpp, $run_dir/regret.md"
 fi

@@ -39,7 +39,7 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
   evaluate->add_option("--kernel", options.kernel, "Kernel whose rows to use when the CSV holds several.");
   evaluate->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.");
   evaluate->add_flag("--no-cross-validation", options.no_cross_validation,
-                     "Skip the leave-one-context-length-out and leave-one-batch-out refits.");
+                     "Skip the leave-one-context-length-out, leave-one-batch-out and leave-one-CTA-count-out refits.");
   evaluate->add_option("--table", options.table,
                        "Evaluate this table as `ours` instead of fitting one on the results CSV: a header "
                        "emitted by `splitkv fit` (e.g. heuristics/generated/num_splits_h200.hpp), or the GPU name "

@@ -17,7 +17,8 @@ CLI::App* add_merge_command(CLI::App& app, MergeCommandOptions& options) {
       "merge",
       "Join the results CSVs of a sharded sweep (each with its sidecar) into one CSV + sidecar. "
       "Refuses shards of different GPUs, grids, protocols or kernels, a shard given twice, a torn "
-      "shard and overlapping points. Exit codes: 0 merged, 2 invalid input (nothing written).");
+      "shard and overlapping points. Exit codes: 0 merged, 1 the merged CSV could not be written, 2 invalid "
+      "input (nothing written).");
   merge->add_option("shards", options.inputs, "Shard CSVs, e.g. results/h200/full.0.csv results/h200/full.1.csv")
       ->required();
   merge->add_option("--out", options.out_path, "Merged CSV to write (its folder must exist); the sidecar goes beside it")

@@ -67,7 +67,7 @@ struct SweepRunOptions {
   std::string out_csv;
   bool resume = false;
   SearchMode search = SearchMode::exhaustive;
-  int pruned_search_patience = 3;  // replayed on the exhaustive H200 full.csv: 99.5% of shapes find the best within ties
+  int pruned_search_patience = 3;  // on the exhaustive H200 full.csv: the best within ties on 99.0% of shapes
   int throttle_retries = 1;  // throttled points are re-timed this many times before recording
   int max_copies = 1024;     // cap on rotating buffer sets per shape
   Durability durability = Durability::fsync_each_row;
