@@ -2,8 +2,8 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile] [all]
-#   (default: all; profile is never part of all)
+#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile] [trace] [all]
+#   (default: all; profile and trace are never part of all)
 #
 # lookup measures the num_splits lookup on this machine's host CPU (the reference CI's
 # check_lookup_cost.sh scales from) into results/h200/lookup_cost.csv with a sidecar.
@@ -26,6 +26,11 @@
 # and source counters, raw metrics and the per-instruction SASS view as CSVs in logs.tgz (ncu/);
 # SPLITKV_PROFILE_ARGS overrides the probe's arguments (default --shapes 1x512,16x512 --repeats 1)
 # and environment switches such as SPLITKV_PERSISTENT_GRID_LIMIT pass through.
+# trace runs tuner/bench/auto_timeline_probe (the SPLITKV_TIMELINE kernels: per-CTA marks, fixed count
+# against num_splits = auto) once per --trace-chain K in SPLITKV_TRACE_CHAINS (default "1 4": a single
+# call, and the last of 4 back to back, the graph benchmark's steady state) into
+# results/h200/experiments/trace/{timeline,trace}_chain<K>.* with a sidecar; SPLITKV_TRACE_ARGS adds
+# probe arguments (default --trace-samples 10 --calls 100).
 # results/h200 and heuristics/generated come back as $OUT/results_h200.tgz. The device copy has no
 # .git: pass the commit as SPLITKV_GIT_SHA for the sidecars.
 set -uo pipefail
@@ -57,6 +62,7 @@ targets="splitkv_gpu_tests splitkv_c splitkv splitkv_heuristics_c ${SPLITKV_EXTR
 wants bench && targets="$targets decode_kernel_bench"
 wants lookup && targets="$targets heuristics_lookup_bench"
 wants probe && targets="$targets cta_placement_probe"
+[[ "$steps" == *" trace "* ]] && targets="$targets auto_timeline_probe"
 if ! cmake --build build-device -j "$(nproc)" --target $targets >"$LOG/build.log" 2>&1; then
   grep -E "error|Error" -A3 "$LOG/build.log" | head -60
   exit 1
@@ -210,6 +216,28 @@ if [[ "$steps" == *" profile "* ]]; then
   rm -f "$LOG/ncu/profile.ncu-rep"   # ~20 MB; the CSVs hold what it holds, and logs.tgz must stay under 16 MiB
   summary+=$(printf '\n%-28s exit %d (%s kernels)' "profile" "$rc" "$(wc -l <"$LOG/ncu/durations.txt")")
   [[ $rc -eq 0 ]] || status=1
+fi
+if [[ "$steps" == *" trace "* ]]; then
+  section "per-CTA trace (auto_timeline_probe)"
+  trace_dir=results/h200/experiments/trace
+  mkdir -p "$trace_dir"
+  started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  trace_status=0
+  for chain in ${SPLITKV_TRACE_CHAINS:-1 4}; do
+    # shellcheck disable=SC2086  # SPLITKV_TRACE_ARGS is a list of arguments
+    timeout 240 build-device/tuner/auto_timeline_probe --chain 1,4 --trace-chain "$chain" \
+      ${SPLITKV_TRACE_ARGS:---trace-samples 10 --calls 100} --out "$trace_dir/timeline_chain$chain.csv" \
+      --trace-csv "$trace_dir/trace_chain$chain.csv" >"$trace_dir/timeline_chain$chain.txt" 2>&1
+    rc=$?
+    gzip -f "$trace_dir/trace_chain$chain.csv" 2>/dev/null
+    grep -E "^(==|trace |  item parts)" "$trace_dir/timeline_chain$chain.txt" | cut -c1-200
+    summary+=$(printf '\n%-28s exit %d' "trace, --trace-chain $chain" "$rc")
+    (( rc == 0 )) || trace_status=$rc
+  done
+  printf '{\n  "what": "tuner/bench/auto_timeline_probe --chain 1,4 --trace-chain K %s, K in %s",\n  "git_sha": "%s",\n  "started_utc": "%s",\n  "finished_utc": "%s",\n  "exit_status": %d\n}\n' \
+    "${SPLITKV_TRACE_ARGS:---trace-samples 10 --calls 100}" "${SPLITKV_TRACE_CHAINS:-1 4}" "${SPLITKV_GIT_SHA:-unknown}" \
+    "$started" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$trace_status" >"$trace_dir/trace.json"
+  [[ $trace_status -eq 0 ]] || status=1
 fi
 section "summary"
 echo "${summary#$'\n'}"
