@@ -231,6 +231,7 @@ if [[ "$steps" == *" trace "* ]]; then
     rc=$?
     gzip -f "$trace_dir/trace_chain$chain.csv" 2>/dev/null
     grep -E "^(==|trace |  item parts)" "$trace_dir/timeline_chain$chain.txt" | cut -c1-200
+    (( rc == 0 )) || tail -3 "$trace_dir/timeline_chain$chain.txt"
     summary+=$(printf '\n%-28s exit %d' "trace, --trace-chain $chain" "$rc")
     (( rc == 0 )) || trace_status=$rc
   done
