@@ -506,7 +506,7 @@ struct TraceStats {
   // Where one item's time goes: start -> loads issued -> first tile landed -> tile loop done
   // (epilogue) -> stores issued (end).
   std::vector<double> issue_after_start, epilogue_after_first_tile, end_after_epilogue;
-  std::vector<double> stats_after_epilogue, rows_after_stats, end_after_rows;  // end_after_epilogue's three parts
+  std::vector<double> staged_after_epilogue, end_after_staged;  // end_after_epilogue's two parts
   std::vector<std::string> sm_histograms;  // per sample: "1x60 2x4" = 60 SMs hold 1 item-carrying group, 4 hold 2
   int combine_records = 0, combine_beside_item = 0;
   std::vector<double> combine_exit_after_wait;
@@ -539,24 +539,23 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
     for (int k = 0; k < kTraceMaxItems; ++k) {
       auto item = [&](TraceItemField f) { return record[trace_item_field(k, f)]; };
       if (item(TraceItemField::start) == 0) {
-        std::fprintf(csv, ",,,,,,,,");
+        std::fprintf(csv, ",,,,,,,");
         continue;
       }
       ++items;
-      std::fprintf(csv, ",%llu,%s,%s,%s,%s,%s,%s,%s", item(TraceItemField::index),
+      std::fprintf(csv, ",%llu,%s,%s,%s,%s,%s,%s", item(TraceItemField::index),
                    relative(item(TraceItemField::start)).c_str(), relative(item(TraceItemField::after_issue)).c_str(),
                    relative(item(TraceItemField::first_tile)).c_str(), relative(item(TraceItemField::epilogue)).c_str(),
-                   relative(item(TraceItemField::merge_stats)).c_str(), relative(item(TraceItemField::merge_rows)).c_str(),
+                   relative(item(TraceItemField::merge_staged)).c_str(),
                    relative(item(TraceItemField::end)).c_str());
       for (auto [values, from, to] : {std::tuple{&stats->issue_after_start, TraceItemField::start, TraceItemField::after_issue},
                                       std::tuple{&stats->epilogue_after_first_tile, TraceItemField::first_tile,
                                                  TraceItemField::epilogue},
                                       std::tuple{&stats->end_after_epilogue, TraceItemField::epilogue, TraceItemField::end},
-                                      std::tuple{&stats->stats_after_epilogue, TraceItemField::epilogue,
-                                                 TraceItemField::merge_stats},
-                                      std::tuple{&stats->rows_after_stats, TraceItemField::merge_stats,
-                                                 TraceItemField::merge_rows},
-                                      std::tuple{&stats->end_after_rows, TraceItemField::merge_rows, TraceItemField::end}}) {
+                                      std::tuple{&stats->staged_after_epilogue, TraceItemField::epilogue,
+                                                 TraceItemField::merge_staged},
+                                      std::tuple{&stats->end_after_staged, TraceItemField::merge_staged,
+                                                 TraceItemField::end}}) {
         const double part = span(item(from), item(to));
         if (!std::isnan(part)) values->push_back(part);
       }
@@ -599,7 +598,7 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
                  cta, 0, sm);
     std::fprintf(csv, ",%s,%s,%s,%s", relative(field(TraceCombineField::entry)).c_str(), relative(first_wait).c_str(),
                  relative(field(TraceCombineField::decision)).c_str(), relative(last_exit).c_str());
-    for (int k = 0; k < kTraceMaxItems; ++k) std::fprintf(csv, ",,,,,,,,");
+    for (int k = 0; k < kTraceMaxItems; ++k) std::fprintf(csv, ",,,,,,,");
     for (int w = 0; w < kTraceCombineWarps; ++w)
       std::fprintf(csv, ",%s,%s", relative(field(TraceCombineField::after_wait_warp0, w)).c_str(),
                    relative(field(TraceCombineField::exit_warp0, w)).c_str());
@@ -615,8 +614,8 @@ void write_trace_header(std::FILE* csv) {
   for (int k = 0; k < kTraceMaxItems; ++k)
     std::fprintf(csv,
                  ",item%d_index,item%d_start_ns,item%d_after_issue_ns,item%d_first_tile_ns,item%d_epilogue_ns,"
-                 "item%d_merge_stats_ns,item%d_merge_rows_ns,item%d_end_ns",
-                 k, k, k, k, k, k, k, k);
+                 "item%d_merge_staged_ns,item%d_end_ns",
+                 k, k, k, k, k, k, k);
   for (int w = 0; w < kTraceCombineWarps; ++w) std::fprintf(csv, ",warp%d_after_wait_ns,warp%d_exit_ns", w, w);
   std::fprintf(csv, "\n");
 }
@@ -638,10 +637,9 @@ void print_trace_summary(const ShapeCase& shape, Mode mode, const TraceStats& st
               "end-epilogue %s (the warps' merge and the stores)\n",
               median_max(stats.issue_after_start).c_str(), median_max(stats.epilogue_after_first_tile).c_str(),
               median_max(stats.end_after_epilogue).c_str());
-  std::printf("  merge parts (ns median/max): maxima and sums to shared memory + sync %s; weighted outputs to shared "
-              "memory + sync %s; sum over warps + stores %s\n",
-              median_max(stats.stats_after_epilogue).c_str(), median_max(stats.rows_after_stats).c_str(),
-              median_max(stats.end_after_rows).c_str());
+  std::printf("  merge parts (ns median/max): rows, maxima and sums to shared memory + sync %s; weights, sum over "
+              "warps + stores %s\n",
+              median_max(stats.staged_after_epilogue).c_str(), median_max(stats.end_after_staged).c_str());
   std::printf("  item-carrying groups per SM (count x SMs), per sample:");
   for (const std::string& histogram : stats.sm_histograms) std::printf(" [%s]", histogram.c_str());
   std::printf("\n  combine CTAs %d: exit-after_wait %s; on an SM with an item-carrying split group: %d\n",

@@ -564,8 +564,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
       *reinterpret_cast<float2*>(row0 + 8 * kReduceStride) = make_float2(output[j][2], output[j][3]);
   }
   group.sync();
-  trace.mark(TraceItemField::merge_stats, group.thread() == 0);
-  trace.mark(TraceItemField::merge_rows, group.thread() == 0);
+  trace.mark(TraceItemField::merge_staged, group.thread() == 0);
 
   // Each thread sums 4 consecutive columns of one row over the warps, each warp's row weighted by
   // exp2(its max - the CTA's max) / the CTA's sum, and stores them; the thread at column 0 also

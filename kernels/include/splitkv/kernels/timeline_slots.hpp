@@ -107,12 +107,12 @@ enum class TraceItemField : int {
   first_tile,   // the first copy_async_wait of the tile loop returned (thread 0's share of tile 0)
   end,          // the item's stores are issued (items that hold tokens only)
   epilogue,     // the tile loop is done (its last copies waited for, the group synced): the merge begins
-  merge_stats,  // the warps' row maxima and sums are in shared memory (the merge's first sync returned)
-  merge_rows,   // the warps' weighted outputs are in shared memory (its second sync returned)
+  merge_staged,  // the warps' unscaled rows, maxima and sums are in shared memory (the merge's one sync
+                 // returned; before v32 there were two syncs, marked merge_stats and merge_rows)
   count
 };
 inline constexpr int kTraceItemFields = static_cast<int>(TraceItemField::count);
-inline constexpr int kTraceSplitFields = 32;  // stride of a split record (32 used)
+inline constexpr int kTraceSplitFields = 32;  // stride of a split record (26 used)
 static_assert(static_cast<int>(TraceSplitField::first_item) + kTraceMaxItems * kTraceItemFields <= kTraceSplitFields,
               "split trace record layout");
 inline constexpr int kTraceSplitRecords = kTraceMaxCtas * kTraceMaxGroups;
