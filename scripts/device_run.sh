@@ -49,6 +49,14 @@ wants() { [[ "$steps" == *" all "* || "$steps" == *" $1 "* ]]; }
 status=0
 summary=""   # one line per step, printed last
 section() { printf '\n=== %s (%s) ===\n' "$1" "$(date -u +%H:%M:%S)"; }
+# The sidecar of a step's own files: what ran, on which GPU and driver, from which commit, when.
+write_step_sidecar() {  # path what started_utc exit_status
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | {
+    IFS=, read -r gpu driver
+    printf '{\n  "what": "%s",\n  "device": "%s",\n  "driver": "%s",\n  "git_sha": "%s",\n  "started_utc": "%s",\n  "finished_utc": "%s",\n  "exit_status": %d\n}\n' \
+      "$2" "$gpu" "${driver# }" "${SPLITKV_GIT_SHA:-unknown}" "$3" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$4" >"$1"
+  }
+}
 
 section "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
@@ -130,12 +138,7 @@ if wants probe; then
   started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   build-device/tuner/cta_placement_probe --out "$probe_csv" 2>&1 | tee "$LOG/probe.log"
   rc=${PIPESTATUS[0]}
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | {
-    IFS=, read -r gpu driver
-    printf '{\n  "what": "tuner/bench/cta_placement_probe --out %s",\n  "device": "%s",\n  "driver": "%s",\n  "git_sha": "%s",\n  "started_utc": "%s",\n  "finished_utc": "%s",\n  "exit_status": %d\n}\n' \
-      "$probe_csv" "$gpu" "${driver# }" "${SPLITKV_GIT_SHA:-unknown}" "$started" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$rc" \
-      >"${probe_csv%.csv}.json"
-  }
+  write_step_sidecar "${probe_csv%.csv}.json" "tuner/bench/cta_placement_probe --out $probe_csv" "$started" "$rc"
   summary+=$(printf '\n%-28s exit %d' "CTA placement probe" "$rc")
   [[ $rc -eq 0 ]] || status=1
 fi
@@ -223,10 +226,12 @@ if [[ "$steps" == *" trace "* ]]; then
   mkdir -p "$trace_dir"
   started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   trace_status=0
-  for chain in ${SPLITKV_TRACE_CHAINS:-1 4}; do
-    # shellcheck disable=SC2086  # SPLITKV_TRACE_ARGS is a list of arguments
+  trace_chains=${SPLITKV_TRACE_CHAINS:-1 4}
+  trace_args=${SPLITKV_TRACE_ARGS:---trace-samples 10 --calls 100}
+  for chain in $trace_chains; do
+    # shellcheck disable=SC2086  # trace_args is a list of arguments
     timeout 240 build-device/tuner/auto_timeline_probe --chain 1,4 --trace-chain "$chain" \
-      ${SPLITKV_TRACE_ARGS:---trace-samples 10 --calls 100} --out "$trace_dir/timeline_chain$chain.csv" \
+      $trace_args --out "$trace_dir/timeline_chain$chain.csv" \
       --trace-csv "$trace_dir/trace_chain$chain.csv" >"$trace_dir/timeline_chain$chain.txt" 2>&1
     rc=$?
     gzip -f "$trace_dir/trace_chain$chain.csv" 2>/dev/null
@@ -235,9 +240,8 @@ if [[ "$steps" == *" trace "* ]]; then
     summary+=$(printf '\n%-28s exit %d' "trace, --trace-chain $chain" "$rc")
     (( rc == 0 )) || trace_status=$rc
   done
-  printf '{\n  "what": "tuner/bench/auto_timeline_probe --chain 1,4 --trace-chain K %s, K in %s",\n  "git_sha": "%s",\n  "started_utc": "%s",\n  "finished_utc": "%s",\n  "exit_status": %d\n}\n' \
-    "${SPLITKV_TRACE_ARGS:---trace-samples 10 --calls 100}" "${SPLITKV_TRACE_CHAINS:-1 4}" "${SPLITKV_GIT_SHA:-unknown}" \
-    "$started" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$trace_status" >"$trace_dir/trace.json"
+  write_step_sidecar "$trace_dir/trace.json" \
+    "tuner/bench/auto_timeline_probe --chain 1,4 --trace-chain K $trace_args, K in $trace_chains" "$started" "$trace_status"
   [[ $trace_status -eq 0 ]] || status=1
 fi
 section "summary"
