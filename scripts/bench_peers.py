@@ -358,9 +358,9 @@ def run_shapes(args, gpu, sms, l2, ours, groups, flex_groups, generator):
                 try:
                     if check is not None:
                         try:
-                            fn(0)
+                            returned = fn(0)
                             torch.cuda.synchronize()
-                            err = (check().float().reshape(ref.shape) - ref).abs().max().item()
+                            err = (check(returned).float().reshape(ref.shape) - ref).abs().max().item()
                             row["max_abs_error"] = f"{err:.3e}"
                             if not err < 2e-2:
                                 row["status"], row["message"] = "wrong", f"max abs error {err:.3e} vs the fp32 reference"
@@ -381,10 +381,13 @@ def run_shapes(args, gpu, sms, l2, ours, groups, flex_groups, generator):
                 rows.append(row)
                 return row
 
+            def written_out(_):  # ours writes buffers.out; its call returns nothing to check
+                return buffers.out
+
             def record_peer(contender, fn):
                 # A peer's call returns its output: checked against the same fp32 reference as ours,
                 # so the CSV shows how far each contender is from the exact attention.
-                return record(contender, fn, check=lambda: fn(0), check_may_fail=True)
+                return record(contender, fn, check=lambda returned: returned, check_may_fail=True)
 
             # Ours at the heuristic's count and the peers first, back to back, so the comparisons the
             # acceptance makes are timed seconds apart; the split search (up to 14 timings of the
@@ -392,7 +395,7 @@ def run_shapes(args, gpu, sms, l2, ours, groups, flex_groups, generator):
             # slower on the largest shapes (B8 L65536: 515 vs 475 µs; kernels/NOTES.md, v8).
             choice = ours.choose(s, gpu, sms)
             if choice is not None:
-                record("splitkv_heuristic", ours.caller(s, buffers, choice), choice, lambda: buffers.out)
+                record("splitkv_heuristic", ours.caller(s, buffers, choice), choice, written_out)
             ours_only = s.group == "capacity_auto"
             if s.capacity == s.context_len and not ours_only:
                 record_peer("sdpa_cudnn", sdpa_caller(s, buffers, SDPBackend.CUDNN_ATTENTION))
@@ -404,14 +407,14 @@ def run_shapes(args, gpu, sms, l2, ours, groups, flex_groups, generator):
             if s.capacity != s.context_len and not ours_only:
                 record_peer("fa2_varlen_maxk_capacity", fa2_varlen_caller(s, buffers, s.capacity))
             if choice is not None:
-                record("splitkv_auto", ours.auto_caller(s, buffers, gpu, sms), "auto", lambda: buffers.out)
+                record("splitkv_auto", ours.auto_caller(s, buffers, gpu, sms), "auto", written_out)
                 fa2_choice, with_work = ours.fa2_capacity_choice(s, sms)
                 record("splitkv_at_fa2_capacity_choice", ours.caller(s, buffers, with_work), with_work,
-                       lambda: buffers.out)
+                       written_out)
             tiles = math.ceil(s.context_len / 64)
             best = None
             for splits in [c for c in SPLIT_CANDIDATES if c <= max(1, tiles)]:
-                row = record("splitkv_split_search", ours.caller(s, buffers, splits), splits, lambda: buffers.out)
+                row = record("splitkv_split_search", ours.caller(s, buffers, splits), splits, written_out)
                 if row["status"] == "ok" and (best is None or float(row["time_us_median"]) < float(best["time_us_median"])):
                     best = row
             if best is not None:
