@@ -83,8 +83,7 @@ using splitkv::kernels::TraceCombineField;
 using splitkv::kernels::TraceItemField;
 using splitkv::kernels::TraceSplitField;
 
-// The capacity scenario of issue #7 at its smallest head count.
-constexpr int kNumHeads = 32;
+// The capacity scenario of issue #7 (its 32/8 and 64/8 head counts).
 constexpr int kNumKvHeads = 8;
 constexpr int kHeadDim = 128;
 constexpr int kCacheCapacity = 131072;
@@ -92,8 +91,12 @@ constexpr int kCacheCapacity = 131072;
 struct ShapeCase {
   int batch;
   int context_len;  // every sequence's real length
+  int num_heads;
 };
-constexpr ShapeCase kShapes[] = {{1, 512}, {1, 4096}, {4, 4096}, {16, 512}, {16, 4096}};
+// L512 against L4096 at the same items per CTA (B8 64/8 L512 and B1 32/8 L4096: 128 items of 4
+// tiles), and 32/8 against 64/8 at L512, where `auto` loses most (kernels/NOTES.md, session 24).
+constexpr ShapeCase kShapes[] = {{1, 512, 32},  {1, 512, 64},   {8, 512, 64},  {1, 4096, 32},
+                                 {4, 4096, 32}, {16, 512, 32}, {16, 4096, 32}};
 
 enum class Mode { fixed, automatic };
 const char* mode_name(Mode mode) { return mode == Mode::fixed ? "fixed" : "auto"; }
@@ -294,7 +297,7 @@ splitkv::DecodeParams make_params(const ShapeCase& shape, const ShapeBuffers& bu
   p.layout = splitkv::KvLayout::contiguous;
   p.dtype = splitkv::DType::bf16;
   p.batch = shape.batch;
-  p.num_heads = kNumHeads;
+  p.num_heads = shape.num_heads;
   p.num_kv_heads = kNumKvHeads;
   p.head_dim = kHeadDim;
   p.cache_capacity = kCacheCapacity;
@@ -332,8 +335,9 @@ void print_usage(std::FILE* stream) {
   std::fprintf(stream,
                "usage: auto_timeline_probe [--out timeline.csv] [--calls N] [--warmup N] [--chain 1,4] [--hold-us US]\n"
                "  Device timeline (%%globaltimer) of one decode call, num_splits = auto against the fixed count the\n"
-               "  host heuristic picks, contiguous bf16 32/8 heads, d=128, capacity %d, uniform lengths,\n"
-               "  (B, L) in (1,512) (1,4096) (4,4096) (16,512) (16,4096). Needs the SPLITKV_TIMELINE kernels.\n"
+               "  host heuristic picks, contiguous bf16, 8 KV heads, d=128, capacity %d, uniform lengths,\n"
+               "  (B, L, heads) in (1,512,32) (1,512,64) (8,512,64) (1,4096,32) (4,4096,32) (16,512,32) (16,4096,32).\n"
+               "  Needs the SPLITKV_TIMELINE kernels.\n"
                "  --out PATH     CSV, one row per shape x mode x chain x slot (default auto_timeline_probe.csv)\n"
                "  --calls N      timed samples per shape, mode and chain (default 200)\n"
                "  --warmup N     untimed samples first (default 20)\n"
@@ -521,7 +525,7 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
   auto span = [](unsigned long long from, unsigned long long to) {
     return from == 0 || to == 0 ? NAN : static_cast<double>(static_cast<long long>(to - from));
   };
-  const char* prefix_format = "%d,%d,%s,%d,%d,%s,%d,%d,%llu";
+  const char* prefix_format = "%d,%d,%d,%s,%d,%d,%s,%d,%d,%llu";
   std::map<unsigned long long, int> item_groups_per_sm;
   ++stats->samples;
   for (int record_index = 0; record_index < kTraceSplitRecords; ++record_index) {
@@ -529,7 +533,7 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
     auto field = [&](TraceSplitField f) { return record[trace_split_field(f)]; };
     if (field(TraceSplitField::entry) == 0) continue;
     ++stats->split_records;
-    std::fprintf(csv, prefix_format, shape.batch, shape.context_len, mode_name(mode), splits_used, sample_index, "split",
+    std::fprintf(csv, prefix_format, shape.batch, shape.num_heads, shape.context_len, mode_name(mode), splits_used, sample_index, "split",
                  record_index / kTraceMaxGroups, record_index % kTraceMaxGroups, field(TraceSplitField::sm));
     std::fprintf(csv, ",%s,%s,%s,%s", relative(field(TraceSplitField::entry)).c_str(),
                  relative(field(TraceSplitField::after_wait)).c_str(), relative(field(TraceSplitField::decision)).c_str(),
@@ -594,7 +598,7 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
       last_exit = std::max(last_exit, field(TraceCombineField::exit_warp0, w));
     }
     const unsigned long long sm = field(TraceCombineField::sm);
-    std::fprintf(csv, prefix_format, shape.batch, shape.context_len, mode_name(mode), splits_used, sample_index, "combine",
+    std::fprintf(csv, prefix_format, shape.batch, shape.num_heads, shape.context_len, mode_name(mode), splits_used, sample_index, "combine",
                  cta, 0, sm);
     std::fprintf(csv, ",%s,%s,%s,%s", relative(field(TraceCombineField::entry)).c_str(), relative(first_wait).c_str(),
                  relative(field(TraceCombineField::decision)).c_str(), relative(last_exit).c_str());
@@ -610,7 +614,7 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
 }
 
 void write_trace_header(std::FILE* csv) {
-  std::fprintf(csv, "batch,context_len,mode,splits_used,sample,kernel,cta,group,sm,entry_ns,after_wait_ns,decision_ns,exit_ns");
+  std::fprintf(csv, "batch,num_heads,context_len,mode,splits_used,sample,kernel,cta,group,sm,entry_ns,after_wait_ns,decision_ns,exit_ns");
   for (int k = 0; k < kTraceMaxItems; ++k)
     std::fprintf(csv,
                  ",item%d_index,item%d_start_ns,item%d_after_issue_ns,item%d_first_tile_ns,item%d_epilogue_ns,"
@@ -628,9 +632,9 @@ void print_trace_summary(const ShapeCase& shape, Mode mode, const TraceStats& st
                   *std::max_element(values.begin(), values.end()));
     return std::string(text);
   };
-  std::printf("trace B%d L%d %-5s (%d samples, ns median/max): split groups %d, with items %d; decision-wait %s; "
+  std::printf("trace B%d H%d L%d %-5s (%d samples, ns median/max): split groups %d, with items %d; decision-wait %s; "
               "first_tile-after_issue %s; item end-start %s\n",
-              shape.batch, shape.context_len, mode_name(mode), stats.samples, stats.split_records, stats.item_records,
+              shape.batch, shape.num_heads, shape.context_len, mode_name(mode), stats.samples, stats.split_records, stats.item_records,
               median_max(stats.decision_after_wait).c_str(), median_max(stats.first_tile_after_issue).c_str(),
               median_max(stats.item_duration).c_str());
   std::printf("  item parts (ns median/max): after_issue-start %s; epilogue-first_tile %s (the tile loop); "
@@ -719,7 +723,7 @@ int run(const Options& options) {
     CallPlan plan;
     splitkv::NumSplitsShape host_shape;
     host_shape.batch = shape.batch;
-    host_shape.num_heads = kNumHeads;
+    host_shape.num_heads = shape.num_heads;
     host_shape.num_kv_heads = kNumKvHeads;
     host_shape.head_dim = kHeadDim;
     host_shape.max_seqlen = shape.context_len;  // the real length, known here as in bench_peers.py
@@ -736,7 +740,7 @@ int run(const Options& options) {
 
     ShapeBuffers buffers;
     const std::size_t kv_elements = static_cast<std::size_t>(shape.batch) * kCacheCapacity * kNumKvHeads * kHeadDim;
-    const std::size_t q_elements = static_cast<std::size_t>(shape.batch) * kNumHeads * kHeadDim;
+    const std::size_t q_elements = static_cast<std::size_t>(shape.batch) * shape.num_heads * kHeadDim;
     const double real_kv_bytes = 2.0 * shape.batch * shape.context_len * kNumKvHeads * kHeadDim * 2;
     buffers.copies = static_cast<int>(std::min<double>({64.0, std::ceil(3.0 * properties.l2CacheSize / real_kv_bytes),
                                                         static_cast<double>(kCacheCapacity / shape.context_len)}));
@@ -762,7 +766,7 @@ int run(const Options& options) {
 
     std::printf("\n== B%d %d/%d d%d L%d C%d: fixed %d splits (%s); auto bound %d, the device's lookup gives %d; "
                 "%d K/V copies\n",
-                shape.batch, kNumHeads, kNumKvHeads, kHeadDim, shape.context_len, kCacheCapacity, plan.fixed_splits,
+                shape.batch, shape.num_heads, kNumKvHeads, kHeadDim, shape.context_len, kCacheCapacity, plan.fixed_splits,
                 splitkv::to_string(plan.fixed_source), plan.auto_bound, plan.auto_splits, buffers.copies);
     if (plan.auto_splits != plan.fixed_splits)
       std::printf("warning: auto decides %d splits but the host heuristic picks %d: the modes do different work\n",
@@ -869,7 +873,7 @@ int run(const Options& options) {
           const int splits_arg = modes[m] == Mode::fixed ? plan.fixed_splits : plan.auto_bound;
           const char* kind = !row.from_slot ? "derived" : timeline_slot_keeps_min(row.slot) ? "min" : "max";
           std::fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%s,%s,%zu,%d,%s,%s,%s,%.0f\n", properties.name,
-                       shape.batch, kNumHeads, kNumKvHeads, kHeadDim, kCacheCapacity, shape.context_len,
+                       shape.batch, shape.num_heads, kNumKvHeads, kHeadDim, kCacheCapacity, shape.context_len,
                        mode_name(modes[m]), chain, splits_arg, splits_used, row.name.c_str(), kind, list.size(),
                        by_mode[m].written, format_ns(by_mode[m].median).c_str(), format_ns(by_mode[m].p10).c_str(),
                        format_ns(by_mode[m].p90).c_str(), timer_step_ns);
@@ -877,7 +881,7 @@ int run(const Options& options) {
         const double delta = by_mode[1].median - by_mode[0].median;
         delta_of[row.name] = delta;
         std::fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,auto_minus_fixed,%d,,,%s,%s,,%d,%s,,,%.0f\n", properties.name,
-                     shape.batch, kNumHeads, kNumKvHeads, kHeadDim, kCacheCapacity, shape.context_len, chain,
+                     shape.batch, shape.num_heads, kNumKvHeads, kHeadDim, kCacheCapacity, shape.context_len, chain,
                      row.name.c_str(), !row.from_slot ? "derived" : timeline_slot_keeps_min(row.slot) ? "min" : "max",
                      std::min(by_mode[0].written, by_mode[1].written), format_ns(delta).c_str(), timer_step_ns);
         auto cell = [](const Summary& s) {
@@ -891,7 +895,7 @@ int run(const Options& options) {
       }
       std::fflush(csv);
       char line[512];
-      int used = std::snprintf(line, sizeof(line), "B%-2d L%-5d chain %-6d |", shape.batch, shape.context_len, chain);
+      int used = std::snprintf(line, sizeof(line), "B%-2d H%-2d L%-5d chain %-6d |", shape.batch, shape.num_heads, shape.context_len, chain);
       for (const SummaryMoment& moment : summary_moments) {
         const double delta = delta_of[moment.row];
         used += std::snprintf(line + used, sizeof(line) - used, " %8s", std::isnan(delta) ? "-" : format_ns(delta).c_str());
