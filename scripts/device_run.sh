@@ -235,7 +235,7 @@ if [[ "$steps" == *" trace "* ]]; then
       --trace-csv "$trace_dir/trace_chain$chain.csv" >"$trace_dir/timeline_chain$chain.txt" 2>&1
     rc=$?
     gzip -f "$trace_dir/trace_chain$chain.csv" 2>/dev/null
-    grep -E "^(==|trace |  item parts)" "$trace_dir/timeline_chain$chain.txt" | cut -c1-200
+    grep -E "^(==|trace |  item parts|  issue parts)" "$trace_dir/timeline_chain$chain.txt" | cut -c1-240
     (( rc == 0 )) || tail -3 "$trace_dir/timeline_chain$chain.txt"
     summary+=$(printf '\n%-28s exit %d' "trace, --trace-chain $chain" "$rc")
     (( rc == 0 )) || trace_status=$rc

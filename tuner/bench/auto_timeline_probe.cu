@@ -511,6 +511,10 @@ struct TraceStats {
   // (epilogue) -> stores issued (end).
   std::vector<double> issue_after_start, epilogue_after_first_tile, end_after_epilogue;
   std::vector<double> staged_after_epilogue, end_after_staged;  // end_after_epilogue's two parts
+  std::vector<double> issued_after_start, checked_after_issued;  // issue_after_start's two parts
+  // Groups of the persistent `auto` kernel: when each reaches the guess's check (its barrier), after
+  // its wait, split by whether the group carries an item.
+  std::vector<double> check_after_wait_item, check_after_wait_idle;
   std::vector<std::string> sm_histograms;  // per sample: "1x60 2x4" = 60 SMs hold 1 item-carrying group, 4 hold 2
   int combine_records = 0, combine_beside_item = 0;
   std::vector<double> combine_exit_after_wait;
@@ -535,20 +539,21 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
     ++stats->split_records;
     std::fprintf(csv, prefix_format, shape.batch, shape.num_heads, shape.context_len, mode_name(mode), splits_used, sample_index, "split",
                  record_index / kTraceMaxGroups, record_index % kTraceMaxGroups, field(TraceSplitField::sm));
-    std::fprintf(csv, ",%s,%s,%s,%s", relative(field(TraceSplitField::entry)).c_str(),
+    std::fprintf(csv, ",%s,%s,%s,%s,%s", relative(field(TraceSplitField::entry)).c_str(),
                  relative(field(TraceSplitField::after_wait)).c_str(), relative(field(TraceSplitField::decision)).c_str(),
-                 relative(field(TraceSplitField::exit)).c_str());
+                 relative(field(TraceSplitField::exit)).c_str(), relative(field(TraceSplitField::check)).c_str());
     bool carries_item = false;
     int items = 0;
     for (int k = 0; k < kTraceMaxItems; ++k) {
       auto item = [&](TraceItemField f) { return record[trace_item_field(k, f)]; };
       if (item(TraceItemField::start) == 0) {
-        std::fprintf(csv, ",,,,,,,");
+        std::fprintf(csv, ",,,,,,,,");
         continue;
       }
       ++items;
-      std::fprintf(csv, ",%llu,%s,%s,%s,%s,%s,%s", item(TraceItemField::index),
-                   relative(item(TraceItemField::start)).c_str(), relative(item(TraceItemField::after_issue)).c_str(),
+      std::fprintf(csv, ",%llu,%s,%s,%s,%s,%s,%s,%s", item(TraceItemField::index),
+                   relative(item(TraceItemField::start)).c_str(), relative(item(TraceItemField::issued)).c_str(),
+                   relative(item(TraceItemField::after_issue)).c_str(),
                    relative(item(TraceItemField::first_tile)).c_str(), relative(item(TraceItemField::epilogue)).c_str(),
                    relative(item(TraceItemField::merge_staged)).c_str(),
                    relative(item(TraceItemField::end)).c_str());
@@ -559,7 +564,10 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
                                       std::tuple{&stats->staged_after_epilogue, TraceItemField::epilogue,
                                                  TraceItemField::merge_staged},
                                       std::tuple{&stats->end_after_staged, TraceItemField::merge_staged,
-                                                 TraceItemField::end}}) {
+                                                 TraceItemField::end},
+                                      std::tuple{&stats->issued_after_start, TraceItemField::start, TraceItemField::issued},
+                                      std::tuple{&stats->checked_after_issued, TraceItemField::issued,
+                                                 TraceItemField::after_issue}}) {
         const double part = span(item(from), item(to));
         if (!std::isnan(part)) values->push_back(part);
       }
@@ -573,6 +581,8 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
     if (items == kTraceMaxItems) ++stats->truncated_items;  // the group may have run more than were recorded
     for (int w = 0; w < kTraceCombineWarps; ++w) std::fprintf(csv, ",,");
     std::fprintf(csv, "\n");
+    const double checked = span(field(TraceSplitField::after_wait), field(TraceSplitField::check));
+    if (!std::isnan(checked)) (carries_item ? stats->check_after_wait_item : stats->check_after_wait_idle).push_back(checked);
     if (carries_item) {
       ++stats->item_records;
       ++item_groups_per_sm[field(TraceSplitField::sm)];
@@ -600,9 +610,9 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
     const unsigned long long sm = field(TraceCombineField::sm);
     std::fprintf(csv, prefix_format, shape.batch, shape.num_heads, shape.context_len, mode_name(mode), splits_used, sample_index, "combine",
                  cta, 0, sm);
-    std::fprintf(csv, ",%s,%s,%s,%s", relative(field(TraceCombineField::entry)).c_str(), relative(first_wait).c_str(),
+    std::fprintf(csv, ",%s,%s,%s,%s,", relative(field(TraceCombineField::entry)).c_str(), relative(first_wait).c_str(),
                  relative(field(TraceCombineField::decision)).c_str(), relative(last_exit).c_str());
-    for (int k = 0; k < kTraceMaxItems; ++k) std::fprintf(csv, ",,,,,,,");
+    for (int k = 0; k < kTraceMaxItems; ++k) std::fprintf(csv, ",,,,,,,,");
     for (int w = 0; w < kTraceCombineWarps; ++w)
       std::fprintf(csv, ",%s,%s", relative(field(TraceCombineField::after_wait_warp0, w)).c_str(),
                    relative(field(TraceCombineField::exit_warp0, w)).c_str());
@@ -614,12 +624,13 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
 }
 
 void write_trace_header(std::FILE* csv) {
-  std::fprintf(csv, "batch,num_heads,context_len,mode,splits_used,sample,kernel,cta,group,sm,entry_ns,after_wait_ns,decision_ns,exit_ns");
+  std::fprintf(csv, "batch,num_heads,context_len,mode,splits_used,sample,kernel,cta,group,sm,entry_ns,after_wait_ns,decision_ns,exit_ns,"
+                    "check_ns");
   for (int k = 0; k < kTraceMaxItems; ++k)
     std::fprintf(csv,
-                 ",item%d_index,item%d_start_ns,item%d_after_issue_ns,item%d_first_tile_ns,item%d_epilogue_ns,"
+                 ",item%d_index,item%d_start_ns,item%d_issued_ns,item%d_after_issue_ns,item%d_first_tile_ns,item%d_epilogue_ns,"
                  "item%d_merge_staged_ns,item%d_end_ns",
-                 k, k, k, k, k, k, k);
+                 k, k, k, k, k, k, k, k);
   for (int w = 0; w < kTraceCombineWarps; ++w) std::fprintf(csv, ",warp%d_after_wait_ns,warp%d_exit_ns", w, w);
   std::fprintf(csv, "\n");
 }
@@ -641,6 +652,10 @@ void print_trace_summary(const ShapeCase& shape, Mode mode, const TraceStats& st
               "end-epilogue %s (the warps' merge and the stores)\n",
               median_max(stats.issue_after_start).c_str(), median_max(stats.epilogue_after_first_tile).c_str(),
               median_max(stats.end_after_epilogue).c_str());
+  std::printf("  issue parts (ns median/max): issued-start %s (the first tiles' copies); after_issue-issued %s (the "
+              "guess's check); the check begins after the wait: item groups %s, idle groups %s\n",
+              median_max(stats.issued_after_start).c_str(), median_max(stats.checked_after_issued).c_str(),
+              median_max(stats.check_after_wait_item).c_str(), median_max(stats.check_after_wait_idle).c_str());
   std::printf("  merge parts (ns median/max): rows, maxima and sums to shared memory + sync %s; weights, sum over "
               "warps + stores %s\n",
               median_max(stats.staged_after_epilogue).c_str(), median_max(stats.end_after_staged).c_str());

@@ -429,6 +429,7 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
     if (stage < num_tiles) load_tile(stage, stage);
     copy_async_commit();  // the Q copies ride in the first group
   }
+  trace.mark(TraceItemField::issued, group.thread() == 0);
   const bool held = check.at_issue();
   trace.mark(TraceItemField::after_issue, group.thread() == 0);
   if (!held) {
@@ -789,6 +790,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
         // Every length equal to the guessed one means the effective batch is the launch batch,
         // so the table's count is the guess: only the lengths need checking.
         auto guess_held = [&] {
+          trace.mark(TraceSplitField::check, group.thread() == 0);
           decision.reduce_lengths(args);
           const bool held = decision.uniform && decision.longest == length;
           if (held) decision.splits = guess;

@@ -98,6 +98,8 @@ enum class TraceSplitField : int {
   after_wait,  // griddepcontrol.wait returned
   decision,    // auto: the batch's split count is known in this group (reduction finished)
   exit,        // the group returned
+  check,       // persistent auto with the guess: the group begins the guess's check (the length
+               // reduction, whose barrier waits for every group of the CTA)
   first_item,  // kTraceMaxItems x TraceItemField follow from here
 };
 enum class TraceItemField : int {
@@ -109,10 +111,11 @@ enum class TraceItemField : int {
   epilogue,     // the tile loop is done (its last copies waited for, the group synced): the merge begins
   merge_staged,  // the warps' unscaled rows, maxima and sums are in shared memory (the merge's one sync
                  // returned; before v32 there were two syncs, marked merge_stats and merge_rows)
+  issued,        // the first tiles' copies are committed, before at_issue() (the guess's check)
   count
 };
 inline constexpr int kTraceItemFields = static_cast<int>(TraceItemField::count);
-inline constexpr int kTraceSplitFields = 32;  // stride of a split record (26 used)
+inline constexpr int kTraceSplitFields = 32;  // stride of a split record (30 used)
 static_assert(static_cast<int>(TraceSplitField::first_item) + kTraceMaxItems * kTraceItemFields <= kTraceSplitFields,
               "split trace record layout");
 inline constexpr int kTraceSplitRecords = kTraceMaxCtas * kTraceMaxGroups;
