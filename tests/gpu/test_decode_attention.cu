@@ -438,7 +438,7 @@ std::vector<int> auto_test_head_dims() {
 
 // num_splits = auto on uniform batches and on batches one length away from uniform. The persistent
 // schedule guesses (contiguous, head_dim <= 128) that every sequence has cache_seqlens[0]'s length
-// and starts its first item before the reduction; uniform batches keep the guess and then walk
+// and starts its first item before the lengths are checked; uniform batches keep the guess and then walk
 // items without the scan, the others drain it and redo the item. Both must write every output
 // element exactly as the reference, with many items per CTA (300 sequences) and few.
 TEST(DecodeAttentionGpu, AutoSplitsOnUniformAndNearlyUniformBatches) {
@@ -490,6 +490,81 @@ TEST(DecodeAttentionGpu, AutoSplitsOnUniformAndNearlyUniformBatches) {
       }
     }
   }
+}
+
+// The previous kernel in the stream lets the decode call launch early (programmatic dependent
+// launch), then holds for a while and only then writes new lengths, as an engine's length update
+// would if it ran just before the decode step. The persistent `auto` kernel reads cache_seqlens
+// before its grid dependency wait to guess the batch's count, so its guess is made on the old
+// lengths; the call must still compute attention over the new ones. Covers each way the guess can
+// be wrong: a uniform batch whose length moved, uniform to ragged and ragged to uniform.
+__global__ void write_lengths_after_releasing_dependents(int32_t* lengths, const int32_t* new_lengths, int batch,
+                                                         unsigned long long hold_ns) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < hold_ns);
+  for (int b = threadIdx.x; b < batch; b += blockDim.x) lengths[b] = new_lengths[b];
+}
+
+TEST(DecodeAttentionGpu, AutoSplitsWhenThePreviousKernelChangesTheLengths) {
+  SPLITKV_REQUIRE_GPU();
+  struct Change {
+    const char* name;
+    std::vector<int32_t> before, after;
+  };
+  const std::vector<Change> changes = {
+      {"uniform, shorter", {700, 700, 700, 700}, {300, 300, 300, 300}},
+      {"uniform, longer", {120, 120, 120, 120}, {740, 740, 740, 740}},
+      {"uniform to ragged", {500, 500, 500, 500}, {500, 90, 650, 500}},
+      {"ragged to uniform", {500, 90, 650, 500}, {610, 610, 610, 610}},
+  };
+  cudaStream_t stream;
+  SPLITKV_CUDA_OK(cudaStreamCreate(&stream));
+  for (const int head_dim : {64, 128}) {  // the head dims whose persistent `auto` kernel guesses
+    for (const Change& change : changes) {
+      SCOPED_TRACE(std::string(change.name) + " d" + std::to_string(head_dim));
+      ProblemShape shape;
+      shape.batch = static_cast<int>(change.before.size());
+      shape.num_kv_heads = 2;
+      shape.num_heads = 8;
+      shape.head_dim = head_dim;
+      shape.capacity = 768;
+      shape.lengths = reference::LengthMode::explicit_;
+      shape.seqlens = change.before;
+      HostProblem problem = reference::random_problem(shape, 101);
+      const int bound = 12;
+      DeviceProblem device(problem, DType::bf16, bound);
+      ASSERT_TRUE(device.allocated());
+      DecodeParams params = device.params(bound, true);
+      params.per_sequence_splits = true;
+      params.host_cache_seqlens = nullptr;  // the host knows only the old lengths
+      // Every length bucket a different count, so a guess made on the old length picks another one.
+      AutoSplitsTable table;
+      for (auto& row : table.splits)
+        for (int i = 0; i < AutoSplitsTable::kLengthBuckets; ++i) row[i] = static_cast<unsigned char>(1 + (i * 5) % bound);
+      const DeviceAutoTable device_table(table);
+      params.auto_splits = device_table.pointer;
+      DeviceBuffer<int32_t> new_lengths(change.after.size());
+      new_lengths.upload(change.after);
+      problem.seqlens = change.after;
+      std::vector<double> ref_out, ref_lse;
+      reference::attention(problem, ref_out, ref_lse);
+
+      device.poison();
+      write_lengths_after_releasing_dependents<<<1, 32, 0, stream>>>(const_cast<int32_t*>(params.cache_seqlens),
+                                                                     new_lengths.data, shape.batch, 20000);
+      SPLITKV_CUDA_OK(cudaGetLastError());
+      ASSERT_EQ(Status::ok, decode_attention(params, stream)) << last_error_message();
+      SPLITKV_CUDA_OK(cudaStreamSynchronize(stream));
+      const testing::ErrorSummary error = testing::compare(device.results().out, ref_out);
+      EXPECT_EQ(0u, error.unwritten);
+      EXPECT_LE(error.relative, 1e-2) << "max_abs=" << error.max_abs;
+    }
+  }
+  cudaStreamDestroy(stream);
 }
 
 // --- Argument checks: host-only, so they run in CI without a GPU. ---

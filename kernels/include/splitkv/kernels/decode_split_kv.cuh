@@ -97,13 +97,10 @@ __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int 
 // num_splits = auto: the table's count for the whole batch, from every sequence's real length
 // (effective batch and max length, split_partition.hpp). The same in every CTA, so the split
 // kernel and the combine agree. In two halves, so a caller can put work between the loads and
-// their use: `issue_loads` asks for the lengths, the table and the guess below in one memory
-// round trip and uses none of them; `finish` (block-wide: every thread of the CTA calls it once)
-// reduces them. Nothing may consume a length between the two: the guess (uniform_guess) needs
-// cache_seqlens[0] alone, and when issue_loads also folded every thread's length into the
-// reduction, the persistent kernel's guess waited for a second round trip behind the first
-// (the SASS of v20: the fold sat between the loads and the guess; kernels/NOTES.md, v21).
-// kThreads is the CTA's size.
+// their use: `issue_loads` asks for the lengths and the table in one memory round trip and uses
+// none of them; `finish` (block-wide: every thread of the CTA calls it once) reduces them. Nothing
+// consumes a length between the two (folding each length in as it was loaded made a later use wait
+// for a second round trip; kernels/NOTES.md, v21). kThreads is the CTA's size.
 template <int kThreads>
 struct BatchAutoDecision {
   static constexpr int kWarps = kThreads / 32;
@@ -116,8 +113,6 @@ struct BatchAutoDecision {
 
   uint32_t first_word = 0, second_word = 0;  // this thread's share of the table
   uint32_t guess_row_word = 0;               // lanes < kWordsPerRow: the row of the launch's batch
-  int first_raw = 0;                         // cache_seqlens[0], as loaded (first_length() clamps)
-  int last_raw = 0;                          // cache_seqlens[batch - 1], as loaded
   int own_raw = 0;                           // cache_seqlens[threadIdx.x] when threadIdx.x < batch
   int longest = 0, shortest = 0;
   long long total = 0;
@@ -127,9 +122,6 @@ struct BatchAutoDecision {
   bool uniform = false;  // every sequence has the same length (`longest`)
 
   __device__ __forceinline__ void issue_loads(const DecodeKernelArgs& args, const AutoTableArgument<true>& argument) {
-    // Lengths first: the guess waits on cache_seqlens[0] and nothing else.
-    first_raw = args.cache_seqlens[0];
-    last_raw = args.cache_seqlens[args.batch - 1];
     own_raw = static_cast<int>(threadIdx.x) < args.batch ? args.cache_seqlens[threadIdx.x] : 0;
     const uint32_t* words = reinterpret_cast<const uint32_t*>(argument.table);
     const int lane = threadIdx.x % 32;
@@ -141,17 +133,9 @@ struct BatchAutoDecision {
     second_word = threadIdx.x + kThreads < kTableWords ? __ldg(words + threadIdx.x + kThreads) : 0u;
   }
 
-  __device__ __forceinline__ int first_length(const DecodeKernelArgs& args) const { return clamp_to_capacity(args, first_raw); }
-  __device__ __forceinline__ int last_length(const DecodeKernelArgs& args) const { return clamp_to_capacity(args, last_raw); }
-
-  // The table's count if every sequence had cache_seqlens[0]'s length: a uniform batch's answer,
-  // known one memory round trip after the launch, before the reduction. Warp-wide (a shuffle).
-  __device__ __forceinline__ int uniform_guess(const DecodeKernelArgs& args) const {
-    return row_count(args, first_length(args));
-  }
-
   // The launch batch's row at `length`, clamped to [1, the grid's bound], loaded by this thread
-  // alone (no shuffle, no issue_loads): for the speculative prefetch before the wait.
+  // alone (no shuffle, no issue_loads): the persistent kernel's guess before its wait, and its count
+  // for a uniform batch whose length moved across the wait.
   __device__ __forceinline__ static int table_count(const DecodeKernelArgs& args, const AutoTableArgument<true>& argument,
                                                     int length) {
     const int bucket = length_bucket(length);
@@ -630,8 +614,8 @@ struct NothingToCheck {
   __device__ __forceinline__ bool at_end() const { return true; }
 };
 
-// The guess of a uniform batch (decode_split_kv_persistent_kernel), checked by `verify` (the
-// length reduction, block-wide) either once the first tiles are in flight, or, when `late`, once
+// The guess of a uniform batch (decode_split_kv_persistent_kernel), checked by `verify` (a warp
+// vote over the lengths loaded after the wait) either once the first tiles are in flight, or, when `late`, once
 // the item's tiles are all consumed: the check then no longer holds up the item's pipeline, and a
 // wrong guess costs the whole item instead of its first tiles (kernels/NOTES.md, v9h).
 template <typename Verify>
@@ -684,6 +668,40 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   trace.mark(TraceSplitField::exit, threadIdx.x == 0);
 }
 
+// Whether every sequence of the batch has one given length, answered by each warp on its own
+// (loads and a vote, no shared memory, no barrier), so every warp of every group gets the same
+// answer from the same lengths. `issue` asks for up to kLoadsPerLane lengths per lane right after
+// the grid dependency wait; the answer waits for them only when asked, so the round trip runs
+// under whatever the warp issues in between (the guessed item's first tiles). Batches past
+// 32 x kLoadsPerLane load the rest when asked.
+struct UniformBatchVote {
+  static constexpr int kLoadsPerLane = 4;
+  int raw[kLoadsPerLane];
+
+  __device__ __forceinline__ void issue(const DecodeKernelArgs& args) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int k = 0; k < kLoadsPerLane; ++k) {
+      const int b = lane + 32 * k;
+      raw[k] = b < args.batch ? args.cache_seqlens[b] : 0;
+    }
+  }
+  // cache_seqlens[0], clamped. Warp-wide (a shuffle).
+  __device__ __forceinline__ int first_length(const DecodeKernelArgs& args) const {
+    return clamp_to_capacity(args, __shfl_sync(0xffffffffu, raw[0], 0));
+  }
+  // Every sequence's clamped length is `length`. Warp-wide (a vote).
+  __device__ __forceinline__ bool uniform_at(const DecodeKernelArgs& args, int length) const {
+    const int lane = threadIdx.x % 32;
+    int differs = 0;  // no short-circuit: the loads below go out together
+#pragma unroll
+    for (int k = 0; k < kLoadsPerLane; ++k)
+      differs |= lane + 32 * k < args.batch && clamp_to_capacity(args, raw[k]) != length;
+    for (int b = lane + 32 * kLoadsPerLane; b < args.batch; b += 32) differs |= clamped_length(args, b) != length;
+    return __all_sync(0xffffffffu, differs == 0);
+  }
+};
+
 // Warp groups per CTA of the persistent schedule: as many as the one-item CTAs that fit on an SM
 // (2 at 100 KB of pipeline, 3 at 66 KB, 1 at 200 KB), so one CTA per SM keeps the same number
 // of items in flight.
@@ -725,29 +743,42 @@ static_assert(persistent_warp_groups<64>() == 3 && persistent_warp_groups<128>()
 // the hardware's placement: with several one-item CTAs per SM, a grid filling every slot put its
 // first 128 CTAs on 120 SMs (kernels/NOTES.md, v7 and v9).
 // A uniform batch (every length equal) needs no scan: item -> (split, sequence, head) is a
-// division. kAuto on the contiguous layout goes further and guesses that the batch is uniform at
-// cache_seqlens[0]'s length: the first item's loads are issued before the lengths are reduced,
-// and only a wrong guess pays (the loads are drained and the item is redone). Paged caches do not
+// division. kAuto on the contiguous layout goes further and guesses, before the grid dependency
+// wait, that the batch is uniform at cache_seqlens[0]'s length: the first item's loads go out right
+// after the wait, together with the lengths that check the guess (a warp vote, no barrier), and
+// only a wrong guess pays (the loads are drained and the item is redone). Paged caches do not
 // guess: past a sequence's real length its block-table entries may name no page at all. Nor does
 // head_dim 256, whose accumulators leave no registers for the guess's second copy of the item.
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups>
 __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   constexpr int kThreads = kThreadsPerCta * kWarpGroups;
+  // Contiguous layouts (head_dim <= 128) guess that the batch is uniform (kernels/NOTES.md, v33).
+  constexpr bool kGuesses = kAuto && !kPaged && kHeadDim <= 128;
   timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
   using Group = WarpGroup<kWarpGroups>;
   TimelineGroupTrace trace(blockIdx.x, Group::index());
   trace.mark_entry(Group::thread() == 0);
-  if constexpr (kAuto && !kPaged && kHeadDim <= 128) {
-    // The guess's first item (below), from lengths and the table's row read before the wait.
-    if (args.prefetch_tiles > 0 && auto_table.guess_uniform != 0) {
-      const int length = clamp_to_capacity(args, load_l2_only(args.cache_seqlens));
-      const int guess = BatchAutoDecision<kThreadsPerCta>::table_count(args, auto_table, length);
-      const int item = blockIdx.x + gridDim.x * Group::index();
-      const int rows = args.batch * args.num_kv_heads;
-      if (item < work_items_of_sequence(length, guess, args.num_kv_heads) * args.batch)
-        prefetch_item_tiles<Element, kHeadDim>(args, (item % rows) / args.num_kv_heads, item % args.num_kv_heads,
-                                               item / rows, guess, length, false, Group::thread(), kThreadsPerCta);
+  // The guess, read before the wait: the batch's length if cache_seqlens' first and last entries
+  // agree (-1: no guess), and the table's count for the launch batch at that length. With
+  // programmatic dependent launch the CTA is resident while the previous call runs, so in a stream
+  // of calls this costs nothing; the previous kernel may still be writing the lengths, so the guess
+  // is checked against lengths loaded after the wait before the item writes anything.
+  int guess_length = -1;
+  int guess_splits = 1;
+  if constexpr (kGuesses) {
+    if (auto_table.guess_uniform != 0) {
+      const int first = load_l2_only(args.cache_seqlens);
+      if (first == load_l2_only(args.cache_seqlens + args.batch - 1)) {
+        guess_length = clamp_to_capacity(args, first);
+        guess_splits = BatchAutoDecision<kThreadsPerCta>::table_count(args, auto_table, guess_length);
+        const int item = blockIdx.x + gridDim.x * Group::index();
+        const int rows = args.batch * args.num_kv_heads;
+        if (args.prefetch_tiles > 0 && item < work_items_of_sequence(guess_length, guess_splits, args.num_kv_heads) * args.batch)
+          prefetch_item_tiles<Element, kHeadDim>(args, (item % rows) / args.num_kv_heads, item % args.num_kv_heads,
+                                                 item / rows, guess_splits, guess_length, false, Group::thread(),
+                                                 kThreadsPerCta);
+      }
     }
   }
   wait_for_prerequisite_grids();
@@ -766,6 +797,10 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);
     trace.mark(TraceSplitField::exit, group.thread() == 0);
   };
+  const auto mark_decision = [&] {
+    timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
+    trace.mark(TraceSplitField::decision, group.thread() == 0);
+  };
 
   int next_item = virtual_cta;  // the first item this group has not run yet
   // A uniform batch's items go split-major over the (sequence, kv head) rows, as the CTA-per-item
@@ -775,63 +810,71 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   bool uniform = false;
   int uniform_length = 0;
   if constexpr (kAuto) {
-    BatchAutoDecision<kThreads> decision;
-    decision.issue_loads(args, auto_table);
-    if constexpr (!kPaged && kHeadDim <= 128) {
-      // A batch whose first and last lengths differ is not uniform: guessing would only drain the
-      // first item's loads and redo it (2.5% on ragged batches, kernels/NOTES.md v9d).
-      if (auto_table.guess_uniform == 0 || decision.first_length(args) != decision.last_length(args)) {
-        decision.finish(args);
-        timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
-        trace.mark(TraceSplitField::decision, group.thread() == 0);
-      } else {
-        const int guess = decision.uniform_guess(args);
-        const int length = decision.first_length(args);
-        // Every length equal to the guessed one means the effective batch is the launch batch,
-        // so the table's count is the guess: only the lengths need checking.
+    if constexpr (kGuesses) {
+      if (auto_table.guess_uniform != 0) {
+        // The guessed first item goes out at once; the lengths it is checked against are asked
+        // for first, so their round trip runs under its loads. Every group answers from the same
+        // lengths loaded after the wait, so the groups of a CTA agree on whether the batch is
+        // uniform (and take the block-wide path below together when it is not); each group checks
+        // its own guess, and a group whose guess read a length that moved redoes its first item.
+        UniformBatchVote vote;
+        vote.issue(args);
         auto guess_held = [&] {
           trace.mark(TraceSplitField::check, group.thread() == 0);
-          decision.reduce_lengths(args);
-          const bool held = decision.uniform && decision.longest == length;
-          if (held) decision.splits = guess;
-          else decision.choose_splits(args);
-          timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
-          trace.mark(TraceSplitField::decision, group.thread() == 0);
+          const bool held = vote.uniform_at(args, guess_length);
+          if (held) mark_decision();
           return held;
         };
-        const int per_sequence = work_items_of_sequence(length, guess, args.num_kv_heads);
-        bool held;
-        if (virtual_cta < per_sequence * args.batch) {
-          const int row = virtual_cta % rows;
-          held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
-                                                              row % args.num_kv_heads, virtual_cta / rows, guess, length,
-                                                              GuessCheck<decltype(guess_held)>{guess_held, auto_table.verify_late != 0},
-                                                              partials_are_compact(auto_table),
-                                                              trace.begin_item(virtual_cta, group.thread() == 0));
-        } else {
-          held = guess_held();
+        bool held = false;
+        if (guess_length >= 0) {
+          const int per_sequence = work_items_of_sequence(guess_length, guess_splits, args.num_kv_heads);
+          if (virtual_cta < per_sequence * args.batch) {
+            const int row = virtual_cta % rows;
+            held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
+                                                                row % args.num_kv_heads, virtual_cta / rows, guess_splits,
+                                                                guess_length,
+                                                                GuessCheck<decltype(guess_held)>{guess_held, auto_table.verify_late != 0},
+                                                                partials_are_compact(auto_table),
+                                                                trace.begin_item(virtual_cta, group.thread() == 0));
+          } else {
+            held = guess_held();
+          }
+          if (held) {
+            next_item += virtual_ctas;
+            // A group with no second item ends here. Through the uniform loop below it would first
+            // recompute the loop's bound (two divisions, placed far from the item's code: Nsight
+            // Compute put 14% of the kernel's warp samples there, mostly instruction-cache misses),
+            // which the guess already knows; exiting here took `auto` 0.2 µs closer to the fixed
+            // kernel (kernels/NOTES.md, v20).
+            if (next_item >= per_sequence * args.batch) {
+              mark_exit();
+              return;
+            }
+            batch_auto_splits = guess_splits;
+            uniform = true;
+            uniform_length = guess_length;
+          }
         }
-        if (held) {
-          next_item += virtual_ctas;
-          // A group with no second item ends here. Through the uniform loop below it would first
-          // recompute the loop's bound (two divisions, placed far from the item's code: Nsight
-          // Compute put 14% of the kernel's warp samples there, mostly instruction-cache misses),
-          // which the guess already knows; exiting here took `auto` 0.2 µs closer to the fixed
-          // kernel (kernels/NOTES.md, v20).
-          if (next_item >= per_sequence * args.batch) {
-            mark_exit();
-            return;
+        if (!held) {
+          const int length = vote.first_length(args);
+          if (vote.uniform_at(args, length)) {
+            batch_auto_splits = BatchAutoDecision<kThreadsPerCta>::table_count(args, auto_table, length);
+            uniform = true;
+            uniform_length = length;
+            mark_decision();
           }
         }
       }
-    } else {
-      decision.finish(args);
-      timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
-      trace.mark(TraceSplitField::decision, group.thread() == 0);
     }
-    batch_auto_splits = decision.splits;
-    uniform = decision.uniform;
-    uniform_length = decision.longest;
+    if (!uniform) {
+      BatchAutoDecision<kThreads> decision;
+      decision.issue_loads(args, auto_table);
+      decision.finish(args);
+      mark_decision();
+      batch_auto_splits = decision.splits;
+      uniform = decision.uniform;
+      uniform_length = decision.longest;
+    }
   }
 
   if (uniform) {
