@@ -339,6 +339,16 @@ __device__ __forceinline__ void prefetch_item_tiles(const DecodeKernelArgs& args
   }
 }
 
+// Where a work item's tokens are: its split's range and how many splits of the sequence hold
+// tokens (the combine merges that many).
+struct ItemPlacement {
+  int live_splits;
+  SplitRange range;
+};
+__device__ __forceinline__ ItemPlacement item_placement(int seqlen, int splits, int split) {
+  return {active_splits(seqlen, splits), split_range(seqlen, splits, split)};
+}
+
 // One work item: tokens of split `split` of (sequence, kv head) when the sequence has `seqlen`
 // tokens in `splits` splits, through the whole pipeline to its partial or final output. Every
 // thread of the warp group calls it; it leaves the group's shared memory in use (the epilogue), so
@@ -348,18 +358,21 @@ __device__ __forceinline__ void prefetch_item_tiles(const DecodeKernelArgs& args
 // last tile, before anything is written (at once for an empty split); one of the two does the
 // asking (GuessCheck below). When it says no, nothing is written and the call returns false.
 // `trace`: the item's per-CTA trace fields (timeline.cuh; empty without SPLITKV_TIMELINE).
+// `placed`: the split's tokens and the sequence's live split count (item_placement), which a caller
+// may compute ahead of time (two divisions).
 template <typename Element, int kHeadDim, bool kPaged, typename Group, typename Check>
-__device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
-                                                 Group group, int batch_index, int kv_head, int split,
-                                                 int splits, int seqlen, const Check& check,
-                                                 bool compact_partials, const TimelineItemTrace trace = {}) {
+__device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
+                                                   Group group, int batch_index, int kv_head, int split,
+                                                   int splits, int seqlen, const ItemPlacement placed,
+                                                   const Check& check, bool compact_partials,
+                                                   const TimelineItemTrace trace = {}) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
   constexpr int kStages = decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
 
-  const int live_splits = active_splits(seqlen, splits);
-  const SplitRange range = split_range(seqlen, splits, split);
+  const int live_splits = placed.live_splits;
+  const SplitRange range = placed.range;
   const bool writes_final_output = live_splits <= 1;
   // Empty splits leave nothing behind; the combine derives the same live count from seqlen.
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
@@ -608,6 +621,16 @@ __device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, u
   return true;
 }
 
+template <typename Element, int kHeadDim, bool kPaged, typename Group, typename Check>
+__device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
+                                                 Group group, int batch_index, int kv_head, int split,
+                                                 int splits, int seqlen, const Check& check,
+                                                 bool compact_partials, const TimelineItemTrace trace = {}) {
+  return decode_placed_item<Element, kHeadDim, kPaged>(args, shared_bytes, group, batch_index, kv_head, split, splits,
+                                                       seqlen, item_placement(seqlen, splits, split), check,
+                                                       compact_partials, trace);
+}
+
 // For callers whose item is not a guess.
 struct NothingToCheck {
   __device__ __forceinline__ bool at_issue() const { return true; }
@@ -764,22 +787,37 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   // programmatic dependent launch the CTA is resident while the previous call runs, so in a stream
   // of calls this costs nothing; the previous kernel may still be writing the lengths, so the guess
   // is checked against lengths loaded after the wait before the item writes anything.
+  // The group's first item under the guess is placed here too (its sequence, head, split and
+  // tokens: six divisions), so that after the wait its loads go out at once.
   int guess_length = -1;
   int guess_splits = 1;
+  int guess_items = 0;  // work items of the whole batch under the guess
+  int guess_batch_index = 0, guess_kv_head = 0, guess_split = 0;
+  ItemPlacement guess_placed{0, {0, 0}};
   if constexpr (kGuesses) {
     if (auto_table.guess_uniform != 0) {
       const int first = load_l2_only(args.cache_seqlens);
       if (first == load_l2_only(args.cache_seqlens + args.batch - 1)) {
         guess_length = clamp_to_capacity(args, first);
         guess_splits = BatchAutoDecision<kThreadsPerCta>::table_count(args, auto_table, guess_length);
+        guess_items = work_items_of_sequence(guess_length, guess_splits, args.num_kv_heads) * args.batch;
         const int item = blockIdx.x + gridDim.x * Group::index();
-        const int rows = args.batch * args.num_kv_heads;
-        if (args.prefetch_tiles > 0 && item < work_items_of_sequence(guess_length, guess_splits, args.num_kv_heads) * args.batch)
-          prefetch_item_tiles<Element, kHeadDim>(args, (item % rows) / args.num_kv_heads, item % args.num_kv_heads,
-                                                 item / rows, guess_splits, guess_length, false, Group::thread(),
-                                                 kThreadsPerCta);
+        if (item < guess_items) {
+          const int rows = args.batch * args.num_kv_heads;
+          guess_batch_index = (item % rows) / args.num_kv_heads;
+          guess_kv_head = item % args.num_kv_heads;
+          guess_split = item / rows;
+          guess_placed = item_placement(guess_length, guess_splits, guess_split);
+          if (args.prefetch_tiles > 0)
+            prefetch_item_tiles<Element, kHeadDim>(args, guess_batch_index, guess_kv_head, guess_split, guess_splits,
+                                                   guess_length, false, Group::thread(), kThreadsPerCta);
+        }
       }
     }
+    // The compiler would otherwise recompute these where they are used, after the wait.
+    asm volatile("" : "+r"(guess_length), "+r"(guess_splits), "+r"(guess_items), "+r"(guess_batch_index),
+                 "+r"(guess_kv_head), "+r"(guess_split), "+r"(guess_placed.live_splits),
+                 "+r"(guess_placed.range.begin), "+r"(guess_placed.range.end));
   }
   wait_for_prerequisite_grids();
   timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
@@ -827,15 +865,13 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
         };
         bool held = false;
         if (guess_length >= 0) {
-          const int per_sequence = work_items_of_sequence(guess_length, guess_splits, args.num_kv_heads);
-          if (virtual_cta < per_sequence * args.batch) {
-            const int row = virtual_cta % rows;
-            held = decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
-                                                                row % args.num_kv_heads, virtual_cta / rows, guess_splits,
-                                                                guess_length,
-                                                                GuessCheck<decltype(guess_held)>{guess_held, auto_table.verify_late != 0},
-                                                                partials_are_compact(auto_table),
-                                                                trace.begin_item(virtual_cta, group.thread() == 0));
+          if (virtual_cta < guess_items) {
+            held = decode_placed_item<Element, kHeadDim, kPaged>(args, group_shared, group, guess_batch_index,
+                                                                  guess_kv_head, guess_split, guess_splits, guess_length,
+                                                                  guess_placed,
+                                                                  GuessCheck<decltype(guess_held)>{guess_held, auto_table.verify_late != 0},
+                                                                  partials_are_compact(auto_table),
+                                                                  trace.begin_item(virtual_cta, group.thread() == 0));
           } else {
             held = guess_held();
           }
@@ -846,7 +882,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
             // Compute put 14% of the kernel's warp samples there, mostly instruction-cache misses),
             // which the guess already knows; exiting here took `auto` 0.2 µs closer to the fixed
             // kernel (kernels/NOTES.md, v20).
-            if (next_item >= per_sequence * args.batch) {
+            if (next_item >= guess_items) {
               mark_exit();
               return;
             }
