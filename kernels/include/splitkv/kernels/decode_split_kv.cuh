@@ -848,6 +848,8 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   bool uniform = false;
   int uniform_length = 0;
   if constexpr (kAuto) {
+    BatchAutoDecision<kThreads> decision;
+    bool decision_loads_issued = false;
     if constexpr (kGuesses) {
       if (auto_table.guess_uniform != 0) {
         // The guessed first item goes out at once; the lengths it is checked against are asked
@@ -857,6 +859,12 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
         // its own guess, and a group whose guess read a length that moved redoes its first item.
         UniformBatchVote vote;
         vote.issue(args);
+        if (guess_length < 0) {
+          // Read as ragged before the wait: the block-wide decision's loads go out now, with the
+          // vote's, so a batch still ragged pays one round trip, not two.
+          decision.issue_loads(args, auto_table);
+          decision_loads_issued = true;
+        }
         auto guess_held = [&] {
           trace.mark(TraceSplitField::check, group.thread() == 0);
           const bool held = vote.uniform_at(args, guess_length);
@@ -892,9 +900,11 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
           }
         }
         if (!held) {
+          if (!decision_loads_issued) decision.issue_loads(args, auto_table);
+          decision_loads_issued = true;
           const int length = vote.first_length(args);
           if (vote.uniform_at(args, length)) {
-            batch_auto_splits = BatchAutoDecision<kThreadsPerCta>::table_count(args, auto_table, length);
+            batch_auto_splits = decision.row_count(args, length);
             uniform = true;
             uniform_length = length;
             mark_decision();
@@ -903,8 +913,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       }
     }
     if (!uniform) {
-      BatchAutoDecision<kThreads> decision;
-      decision.issue_loads(args, auto_table);
+      if (!decision_loads_issued) decision.issue_loads(args, auto_table);
       decision.finish(args);
       mark_decision();
       batch_auto_splits = decision.splits;
