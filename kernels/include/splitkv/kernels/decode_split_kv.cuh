@@ -184,7 +184,8 @@ struct BatchAutoDecision {
       warp_total[threadIdx.x / 32] = total;
     }
     // Not __syncthreads(): in the persistent kernel the warp groups reach this barrier from
-    // different call sites, which the aligned form does not allow.
+    // divergent paths (one after draining its guessed item, another at once), which the aligned
+    // form does not allow.
     asm volatile("barrier.sync 0;\n" ::: "memory");
     longest = 0;
     shortest = INT_MAX;
