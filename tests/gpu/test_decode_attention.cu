@@ -544,7 +544,8 @@ TEST(DecodeAttentionGpu, AutoSplitsWhenThePreviousKernelChangesTheLengths) {
       // Every length bucket a different count, so a guess made on the old length picks another one.
       AutoSplitsTable table;
       for (auto& row : table.splits)
-        for (int i = 0; i < AutoSplitsTable::kLengthBuckets; ++i) row[i] = static_cast<unsigned char>(1 + (i * 5) % bound);
+        for (int i = 0; i < AutoSplitsTable::kLengthBuckets; ++i)
+          row[i] = static_cast<unsigned char>(1 + (i * 5) % bound);
       const DeviceAutoTable device_table(table);
       params.auto_splits = device_table.pointer;
       DeviceBuffer<int32_t> new_lengths(change.after.size());

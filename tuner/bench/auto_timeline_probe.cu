@@ -537,7 +537,8 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
     auto field = [&](TraceSplitField f) { return record[trace_split_field(f)]; };
     if (field(TraceSplitField::entry) == 0) continue;
     ++stats->split_records;
-    std::fprintf(csv, prefix_format, shape.batch, shape.num_heads, shape.context_len, mode_name(mode), splits_used, sample_index, "split",
+    std::fprintf(csv, prefix_format, shape.batch, shape.num_heads, shape.context_len, mode_name(mode), splits_used,
+                 sample_index, "split",
                  record_index / kTraceMaxGroups, record_index % kTraceMaxGroups, field(TraceSplitField::sm));
     std::fprintf(csv, ",%s,%s,%s,%s,%s", relative(field(TraceSplitField::entry)).c_str(),
                  relative(field(TraceSplitField::after_wait)).c_str(), relative(field(TraceSplitField::decision)).c_str(),
@@ -582,7 +583,8 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
     for (int w = 0; w < kTraceCombineWarps; ++w) std::fprintf(csv, ",,");
     std::fprintf(csv, "\n");
     const double checked = span(field(TraceSplitField::after_wait), field(TraceSplitField::check));
-    if (!std::isnan(checked)) (carries_item ? stats->check_after_wait_item : stats->check_after_wait_idle).push_back(checked);
+    if (!std::isnan(checked))
+      (carries_item ? stats->check_after_wait_item : stats->check_after_wait_idle).push_back(checked);
     if (carries_item) {
       ++stats->item_records;
       ++item_groups_per_sm[field(TraceSplitField::sm)];
@@ -608,7 +610,8 @@ void write_trace_sample(std::FILE* csv, const ShapeCase& shape, Mode mode, int s
       last_exit = std::max(last_exit, field(TraceCombineField::exit_warp0, w));
     }
     const unsigned long long sm = field(TraceCombineField::sm);
-    std::fprintf(csv, prefix_format, shape.batch, shape.num_heads, shape.context_len, mode_name(mode), splits_used, sample_index, "combine",
+    std::fprintf(csv, prefix_format, shape.batch, shape.num_heads, shape.context_len, mode_name(mode), splits_used,
+                 sample_index, "combine",
                  cta, 0, sm);
     std::fprintf(csv, ",%s,%s,%s,%s,", relative(field(TraceCombineField::entry)).c_str(), relative(first_wait).c_str(),
                  relative(field(TraceCombineField::decision)).c_str(), relative(last_exit).c_str());

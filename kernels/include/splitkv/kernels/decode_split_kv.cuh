@@ -639,9 +639,10 @@ struct NothingToCheck {
 };
 
 // The guess of a uniform batch (decode_split_kv_persistent_kernel), checked by `verify` (a warp
-// vote over the lengths loaded after the wait) either once the first tiles are in flight, or, when `late`, once
-// the item's tiles are all consumed: the check then no longer holds up the item's pipeline, and a
-// wrong guess costs the whole item instead of its first tiles (kernels/NOTES.md, v9h).
+// vote over the lengths loaded after the wait) either once the first tiles are in flight, or, when
+// `late`, once the item's tiles are all consumed: the check then no longer holds up the item's
+// pipeline, and a wrong guess costs the whole item instead of its first tiles (kernels/NOTES.md,
+// v9h; since v33 the vote is cheap enough that checking late gains nothing).
 template <typename Verify>
 struct GuessCheck {
   Verify& verify;
