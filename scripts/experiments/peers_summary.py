@@ -3,7 +3,7 @@
 SDPA cuDNN (geomean speedup over all shapes and over batch <= 16, the worst shape; and at batch <= 16
 with ours at the split search's best count) and against SDPA flash, where speedup = the peer's time
 / ours. The same sums as the report's peers section (scripts/plot_report.py), for an A/B on the
-device (scripts/experiments/env_ab.sh).
+device (scripts/experiments/env_matrix.sh, capacity_ab.sh).
 
   python3 scripts/experiments/peers_summary.py results/h200/peers.csv"""
 import collections

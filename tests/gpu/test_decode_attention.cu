@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu_test_support.cuh"
+#include "splitkv/kernels/mma_sm80.cuh"
 #include "splitkv/split_partition.hpp"
 
 namespace splitkv {
@@ -500,7 +501,7 @@ TEST(DecodeAttentionGpu, AutoSplitsOnUniformAndNearlyUniformBatches) {
 // be wrong: a uniform batch whose length moved, uniform to ragged and ragged to uniform.
 __global__ void write_lengths_after_releasing_dependents(int32_t* lengths, const int32_t* new_lengths, int batch,
                                                          unsigned long long hold_ns) {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  splitkv::kernels::allow_dependent_grids_to_launch();
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do {

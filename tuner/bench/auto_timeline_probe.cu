@@ -512,8 +512,8 @@ struct TraceStats {
   std::vector<double> issue_after_start, epilogue_after_first_tile, end_after_epilogue;
   std::vector<double> staged_after_epilogue, end_after_staged;  // end_after_epilogue's two parts
   std::vector<double> issued_after_start, checked_after_issued;  // issue_after_start's two parts
-  // Groups of the persistent `auto` kernel: when each reaches the guess's check (its barrier), after
-  // its wait, split by whether the group carries an item.
+  // Groups of the persistent `auto` kernel: when each begins the guess's check, after its wait,
+  // split by whether the group carries an item.
   std::vector<double> check_after_wait_item, check_after_wait_idle;
   std::vector<std::string> sm_histograms;  // per sample: "1x60 2x4" = 60 SMs hold 1 item-carrying group, 4 hold 2
   int combine_records = 0, combine_beside_item = 0;

@@ -141,17 +141,20 @@ struct BatchAutoDecision {
     const int bucket = length_bucket(length);
     const uint32_t word = __ldg(reinterpret_cast<const uint32_t*>(argument.table) +
                                 argument.launch_batch_row * kWordsPerRow + bucket / 4);
-    return clamp_count(args, static_cast<int>((word >> (8 * (bucket % 4))) & 0xffu));
-  }
-  __device__ __forceinline__ static int clamp_count(const DecodeKernelArgs& args, int chosen) {
-    return chosen < 1 ? 1 : (chosen > args.num_splits ? args.num_splits : chosen);
+    return count_in_word(args, word, bucket);
   }
 
   // The launch batch's row at `length`, clamped to [1, the grid's bound]. Warp-wide (a shuffle).
   __device__ __forceinline__ int row_count(const DecodeKernelArgs& args, int length) const {
     const int bucket = length_bucket(length);
-    const uint32_t word = __shfl_sync(0xffffffffu, guess_row_word, bucket / 4);
-    return clamp_count(args, static_cast<int>((word >> (8 * (bucket % 4))) & 0xffu));
+    return count_in_word(args, __shfl_sync(0xffffffffu, guess_row_word, bucket / 4), bucket);
+  }
+
+  // Bucket `bucket`'s count from the row word that holds it (four one-byte counts per word),
+  // clamped to [1, the grid's bound].
+  __device__ __forceinline__ static int count_in_word(const DecodeKernelArgs& args, uint32_t word, int bucket) {
+    const int chosen = static_cast<int>((word >> (8 * (bucket % 4))) & 0xffu);
+    return chosen < 1 ? 1 : (chosen > args.num_splits ? args.num_splits : chosen);
   }
 
   // Block-wide (every thread of the CTA calls it once): the longest, shortest and total length,
@@ -851,7 +854,6 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   int uniform_length = 0;
   if constexpr (kAuto) {
     BatchAutoDecision<kThreads> decision;
-    bool decision_loads_issued = false;
     if constexpr (kGuesses) {
       if (auto_table.guess_uniform != 0) {
         // The guessed first item goes out at once; the lengths it is checked against are asked
@@ -861,12 +863,9 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
         // its own guess, and a group whose guess read a length that moved redoes its first item.
         UniformBatchVote vote;
         vote.issue(args);
-        if (guess_length < 0) {
-          // Read as ragged before the wait: the block-wide decision's loads go out now, with the
-          // vote's, so a batch still ragged pays one round trip, not two.
-          decision.issue_loads(args, auto_table);
-          decision_loads_issued = true;
-        }
+        // Read as ragged before the wait: the block-wide decision's loads go out now, with the
+        // vote's, so a batch still ragged pays one round trip, not two.
+        if (guess_length < 0) decision.issue_loads(args, auto_table);
         auto guess_held = [&] {
           trace.mark(TraceSplitField::check, group.thread() == 0);
           const bool held = vote.uniform_at(args, guess_length);
@@ -901,9 +900,8 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
             uniform_length = guess_length;
           }
         }
-        if (!held) {
-          if (!decision_loads_issued) decision.issue_loads(args, auto_table);
-          decision_loads_issued = true;
+        if (!held) {  // from here on the decision's loads are out, whichever way the guess went
+          if (guess_length >= 0) decision.issue_loads(args, auto_table);
           const int length = vote.first_length(args);
           if (vote.uniform_at(args, length)) {
             batch_auto_splits = decision.row_count(args, length);
@@ -915,7 +913,9 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       }
     }
     if (!uniform) {
-      if (!decision_loads_issued) decision.issue_loads(args, auto_table);
+      bool loads_issued = false;  // by the guess's path above, which leaves a ragged batch here
+      if constexpr (kGuesses) loads_issued = auto_table.guess_uniform != 0;
+      if (!loads_issued) decision.issue_loads(args, auto_table);
       decision.finish(args);
       mark_decision();
       batch_auto_splits = decision.splits;

@@ -98,8 +98,8 @@ enum class TraceSplitField : int {
   after_wait,  // griddepcontrol.wait returned
   decision,    // auto: the batch's split count is known in this group (reduction finished)
   exit,        // the group returned
-  check,       // persistent auto with the guess: the group begins the guess's check (the length
-               // reduction, whose barrier waits for every group of the CTA)
+  check,       // persistent auto with the guess: the group begins the guess's check (a warp vote
+               // over the lengths loaded after the wait; before v33 a block-wide reduction)
   first_item,  // kTraceMaxItems x TraceItemField follow from here
 };
 enum class TraceItemField : int {
