@@ -91,7 +91,7 @@ case "${1:-}" in
         "$OUT/ab/${tag}_base.csv,$OUT/ab/${tag}_base2.csv" "$OUT/ab/${tag}_head.csv,$OUT/ab/${tag}_head2.csv"
     done
     tests=$work/head/build-device/tests/splitkv_gpu_tests
-    filter='*Auto*:*Graph*:*DevicePolicies*:*PerSequence*:*SanitizerSubset*:*EdgeLengths*'
+    filter=${AB_TEST_FILTER:-'*Auto*:*Graph*:*DevicePolicies*:*PerSequence*:*SanitizerSubset*:*EdgeLengths*'}
     left=$(( deadline - 40 - SECONDS ))
     if (( left > 30 )); then
       timeout "$left" "$tests" --gtest_filter="$filter" >"$OUT/ab/gpu_tests.log" 2>&1
