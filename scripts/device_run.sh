@@ -2,17 +2,16 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile] [trace] [all]
-#   (default: all; profile and trace are never part of all)
+#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile] [all]
+#   (default: all; profile is never part of all)
 #
 # lookup measures the num_splits lookup on this machine's host CPU (the reference CI's
 # check_lookup_cost.sh scales from) into results/h200/lookup_cost.csv with a sidecar.
 #
 # probe records which SM each CTA of a decode-shaped grid lands on (tuner/bench/cta_placement_probe.cu)
-# into results/h200/experiments/cta_placement.csv with a sidecar.
+# into the logs (cta_placement.csv).
 #
-# Extra arguments for the bench go in SPLITKV_BENCH_ARGS; extra build targets (for example
-# auto_timeline_probe, kernels/NOTES.md v9g) in SPLITKV_EXTRA_TARGETS. A step name that matches none
+# Extra arguments for the bench go in SPLITKV_BENCH_ARGS; extra build targets in SPLITKV_EXTRA_TARGETS. A step name that matches none
 # of the above (say `build`) only configures and builds. The sweep step runs the sweeps listed
 # in SPLITKV_SWEEPS (entries name:grid[:kernels[:VAR=value]], default: sweeps/quick.json twice as
 # quick_a/quick_b for run-to-run stability, then sweeps/full.json), each into
@@ -24,13 +23,7 @@
 # profile runs Nsight Compute (clocks left alone) on scripts/experiments/ncu_auto_vs_fixed.py: the
 # split kernels at the host heuristic's count and with num_splits = auto, SpeedOfLight, warp state
 # and source counters, raw metrics and the per-instruction SASS view as CSVs in logs.tgz (ncu/);
-# SPLITKV_PROFILE_ARGS overrides the probe's arguments (default --shapes 1x512,16x512 --repeats 1)
-# and environment switches such as SPLITKV_PERSISTENT_GRID_LIMIT pass through.
-# trace runs tuner/bench/auto_timeline_probe (the SPLITKV_TIMELINE kernels: per-CTA marks, fixed count
-# against num_splits = auto) once per --trace-chain K in SPLITKV_TRACE_CHAINS (default "1 4": a single
-# call, and the last of 4 back to back, the graph benchmark's steady state) into
-# results/h200/experiments/trace/{timeline,trace}_chain<K>.* with a sidecar; SPLITKV_TRACE_ARGS adds
-# probe arguments (default --trace-samples 10 --calls 100).
+# SPLITKV_PROFILE_ARGS overrides the probe's arguments (default --shapes 1x512,16x512 --repeats 1).
 # results/h200 and heuristics/generated come back as $OUT/results_h200.tgz. The device copy has no
 # .git: pass the commit as SPLITKV_GIT_SHA for the sidecars.
 set -uo pipefail
@@ -70,7 +63,6 @@ targets="splitkv_gpu_tests splitkv_c splitkv splitkv_heuristics_c ${SPLITKV_EXTR
 wants bench && targets="$targets decode_kernel_bench"
 wants lookup && targets="$targets heuristics_lookup_bench"
 wants probe && targets="$targets cta_placement_probe"
-[[ "$steps" == *" trace "* ]] && targets="$targets auto_timeline_probe"
 if ! cmake --build build-device -j "$(nproc)" --target $targets >"$LOG/build.log" 2>&1; then
   grep -E "error|Error" -A3 "$LOG/build.log" | head -60
   exit 1
@@ -133,8 +125,7 @@ if wants lookup; then
 fi
 if wants probe; then
   section "CTA placement probe"
-  mkdir -p results/h200/experiments
-  probe_csv=results/h200/experiments/cta_placement.csv
+  probe_csv=$LOG/cta_placement.csv
   started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   build-device/tuner/cta_placement_probe --out "$probe_csv" 2>&1 | tee "$LOG/probe.log"
   rc=${PIPESTATUS[0]}
@@ -219,30 +210,6 @@ if [[ "$steps" == *" profile "* ]]; then
   rm -f "$LOG/ncu/profile.ncu-rep"   # ~20 MB; the CSVs hold what it holds, and logs.tgz must stay under 16 MiB
   summary+=$(printf '\n%-28s exit %d (%s kernels)' "profile" "$rc" "$(wc -l <"$LOG/ncu/durations.txt")")
   [[ $rc -eq 0 ]] || status=1
-fi
-if [[ "$steps" == *" trace "* ]]; then
-  section "per-CTA trace (auto_timeline_probe)"
-  trace_dir=results/h200/experiments/trace
-  mkdir -p "$trace_dir"
-  started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  trace_status=0
-  trace_chains=${SPLITKV_TRACE_CHAINS:-1 4}
-  trace_args=${SPLITKV_TRACE_ARGS:---trace-samples 10 --calls 100}
-  for chain in $trace_chains; do
-    # shellcheck disable=SC2086  # trace_args is a list of arguments
-    timeout 240 build-device/tuner/auto_timeline_probe --chain 1,4 --trace-chain "$chain" \
-      $trace_args --out "$trace_dir/timeline_chain$chain.csv" \
-      --trace-csv "$trace_dir/trace_chain$chain.csv" >"$trace_dir/timeline_chain$chain.txt" 2>&1
-    rc=$?
-    gzip -f "$trace_dir/trace_chain$chain.csv" 2>/dev/null
-    grep -E "^(==|trace |  item parts|  issue parts)" "$trace_dir/timeline_chain$chain.txt" | cut -c1-240
-    (( rc == 0 )) || tail -3 "$trace_dir/timeline_chain$chain.txt"
-    summary+=$(printf '\n%-28s exit %d' "trace, --trace-chain $chain" "$rc")
-    (( rc == 0 )) || trace_status=$rc
-  done
-  write_step_sidecar "$trace_dir/trace.json" \
-    "tuner/bench/auto_timeline_probe --chain 1,4 --trace-chain K $trace_args, K in $trace_chains" "$started" "$trace_status"
-  [[ $trace_status -eq 0 ]] || status=1
 fi
 section "summary"
 echo "${summary#$'\n'}"

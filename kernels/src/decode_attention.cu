@@ -3,7 +3,6 @@
 #include "splitkv/decode_attention.hpp"
 
 #include <cmath>
-#include <cstdlib>
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -72,66 +71,6 @@ cudaError_t resident_ctas(const void* kernel, int shared_bytes, int* ctas) {
   return cudaSuccess;
 }
 
-// How num_splits = auto is scheduled: "persistent" (the default here) walks only the splits that
-// hold work on a grid of at most one CTA per SM; "grid" launches one CTA per possible work item
-// and lets the surplus exit (kernels/NOTES.md, v7). SPLITKV_AUTO_SCHEDULE picks one for measurement.
-// SPLITKV_PERSISTENT_WARP_GROUPS=1 runs the persistent schedule as one-item CTAs, several per SM
-// (the v7 layout, kept for comparison). Read once.
-bool auto_schedule_is_persistent() {
-  static const bool persistent = [] {
-    const char* value = std::getenv("SPLITKV_AUTO_SCHEDULE");
-    return value == nullptr || std::string(value) != "grid";
-  }();
-  return persistent;
-}
-
-// An integer measurement switch from the environment, `fallback` when unset.
-int environment_int(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? std::atoi(value) : fallback;
-}
-
-bool persistent_one_item_ctas() {
-  static const bool one_item = environment_int("SPLITKV_PERSISTENT_WARP_GROUPS", 0) == 1;
-  return one_item;
-}
-
-// Measurement switch (kernels/NOTES.md, v9): SPLITKV_PERSISTENT_GRID_LIMIT=N launches at most N
-// persistent CTAs. Read once; 0 = no limit.
-int persistent_grid_limit() {
-  static const int limit = std::max(0, environment_int("SPLITKV_PERSISTENT_GRID_LIMIT", 0));
-  return limit;
-}
-
-// Measurement switch (kernels/NOTES.md, v9): SPLITKV_AUTO_GUESS=0 makes the persistent auto kernel
-// reduce the lengths before it starts any item, instead of guessing a uniform batch. Read once.
-bool auto_guesses_uniform_batch() {
-  static const bool guess = environment_int("SPLITKV_AUTO_GUESS", 1) != 0;
-  return guess;
-}
-
-// Measurement switch (kernels/NOTES.md, v9h): SPLITKV_AUTO_VERIFY_LATE=1 checks the uniform-batch
-// guess after the first item's last tile instead of as soon as its first tiles are in flight.
-bool auto_verifies_guess_late() {
-  static const bool late = environment_int("SPLITKV_AUTO_VERIFY_LATE", 0) != 0;
-  return late;
-}
-
-// num_splits = auto (kernels/NOTES.md, v24), on by default; =0 turns each off, for measurement. Read
-// once. SPLITKV_AUTO_COMPACT_PARTIALS: the auto kernels' partials are strided by the batch's split
-// count, not the grid's bound, so the combine reads a region as small as the fixed count's.
-// SPLITKV_AUTO_WARM_COMBINE: the auto combine runs its merge once dry before its wait, so the
-// instructions it needs once the partials are ready are in the SM's cache (the persistent kernel
-// beside it evicts them: after the wait 2.5 us against 0.7 for the fixed combine, B4 L4096).
-bool auto_compacts_partials() {
-  static const bool compact = environment_int("SPLITKV_AUTO_COMPACT_PARTIALS", 1) != 0;
-  return compact;
-}
-bool auto_warms_combine() {
-  static const bool warm = environment_int("SPLITKV_AUTO_WARM_COMBINE", 1) != 0;
-  return warm;
-}
-
 // An attribute of the current device, asked once per device and attribute: the query costs host time
 // on every call otherwise.
 cudaError_t device_attribute(cudaDeviceAttr attribute, int* value) {
@@ -155,45 +94,27 @@ cudaError_t shared_memory_per_cta(int* bytes) {
   return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, bytes);
 }
 
-// Speculative prefetch before the grid dependency wait (kernels/NOTES.md, v26): at most this many
-// tiles per work item; SPLITKV_PREFETCH_TILES=0 turns it off, for measurement. Read once. The
-// CTA-per-item grid prefetches only splits that fit whole (SPLITKV_PREFETCH_WHOLE_SPLIT=0: any
-// split's first tiles): its CTAs can be resident a whole call early, beside the previous call's, and
-// a partial prefetch then competed with that call and was evicted before use (+1.3-2 us on 16-134 MB
-// calls); the persistent grid's CTAs get an SM only as the previous call leaves it.
-int prefetch_tile_cap() {
-  static const int cap = std::max(0, environment_int("SPLITKV_PREFETCH_TILES", 8));
-  return cap;
-}
-
-// Share of L2 (percent) that the prefetch of all resident items may fill: SPLITKV_PREFETCH_L2_PERCENT,
-// default 25. A measurement switch (kernels/NOTES.md, v26): on a grid padded to one CTA per SM
-// (SPLITKV_GRID_ONE_CTA_PER_SM=1) the next call cannot be resident early, so its prefetch comes in
-// the running call's tail and a larger share may pay for 16-134 MB calls. Read once.
-int prefetch_l2_percent() {
-  static const int percent = std::min(100, std::max(1, environment_int("SPLITKV_PREFETCH_L2_PERCENT", 25)));
-  return percent;
-}
+// Speculative prefetch before the grid dependency wait: at most this many tiles per work item,
+// and what all resident items prefetch stays within this share of L2, so it does not evict what
+// the previous kernel, still running, reads.
+constexpr int kPrefetchTileCap = 8;
+constexpr int kPrefetchL2Percent = 25;
 
 // Fills args.prefetch_tiles / prefetch_ctas for a launch with `items_in_flight` work items resident
-// at once, of which CTAs below `prefetch_ctas` prefetch. What all of them prefetch stays within
-// prefetch_l2_percent() of L2 (a quarter by default), so it does not evict what the previous
-// kernel, still running, reads.
+// at once, of which CTAs below `prefetch_ctas` prefetch.
 cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long items_in_flight, int prefetch_ctas,
                                       kernels::DecodeKernelArgs& args) {
   args.prefetch_tiles = 0;
   args.prefetch_ctas = 0;
-  if (params.layout != KvLayout::contiguous || prefetch_tile_cap() == 0) return cudaSuccess;
+  if (params.layout != KvLayout::contiguous) return cudaSuccess;
   int l2_bytes = 0;
   const cudaError_t error = device_attribute(cudaDevAttrL2CacheSize, &l2_bytes);
   if (error != cudaSuccess) return error;
   const long long tile_bytes = 2LL * kTokensPerTile * params.head_dim * 2;  // K and V, 2-byte elements
-  const long long fit = static_cast<long long>(l2_bytes) * prefetch_l2_percent() / 100 /
+  const long long fit = static_cast<long long>(l2_bytes) * kPrefetchL2Percent / 100 /
                         (std::max(items_in_flight, 1LL) * tile_bytes);
-  args.prefetch_tiles = static_cast<int>(std::min<long long>(prefetch_tile_cap(), fit));
+  args.prefetch_tiles = static_cast<int>(std::min<long long>(kPrefetchTileCap, fit));
   args.prefetch_ctas = prefetch_ctas;
-  static const bool whole_split = environment_int("SPLITKV_PREFETCH_WHOLE_SPLIT", 1) != 0;
-  args.prefetch_whole_split = whole_split ? 1 : 0;
   return cudaSuccess;
 }
 
@@ -228,19 +149,17 @@ kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params
   if constexpr (kAuto) {
     argument.table = params.auto_splits;
     argument.launch_batch_row = auto_batch_class(params.batch);
-    argument.guess_uniform = auto_guesses_uniform_batch() ? 1 : 0;
-    argument.verify_late = auto_verifies_guess_late() ? 1 : 0;
-    argument.compact_partials = auto_compacts_partials() ? 1 : 0;
-    argument.warm_combine = auto_warms_combine() ? 1 : 0;
   }
   return argument;
 }
 
-// Per-sequence split counts on the persistent grid: kWarpGroups work items in flight per CTA, at
-// most the resident CTAs, never more CTAs than the largest possible number of work items.
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups>
-cudaError_t launch_persistent_groups(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
-                                     cudaStream_t stream) {
+// Per-sequence split counts on the persistent grid: as many warp groups per CTA as one-item CTAs
+// fit on an SM (one CTA per SM, so the first items land on distinct SMs), each group one work item
+// in flight; at most the resident CTAs, never more CTAs than the largest possible number of items.
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
+cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
+                              cudaStream_t stream) {
+  constexpr int kWarpGroups = kernels::persistent_warp_groups<kHeadDim>();
   constexpr auto kernel = &kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto, kWarpGroups>;
   const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(kWarpGroups, params.batch);
   cudaError_t error = allow_shared_memory(reinterpret_cast<const void*>(kernel),
@@ -249,8 +168,7 @@ cudaError_t launch_persistent_groups(const DecodeParams& params, const kernels::
   if (error == cudaSuccess) error = resident_ctas(reinterpret_cast<const void*>(kernel), shared_bytes, &resident);
   if (error != cudaSuccess) return error;
   const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-  int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
-  if (persistent_grid_limit() > 0) grid = std::min(grid, persistent_grid_limit());
+  const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
   kernels::DecodeKernelArgs launched = args;
   error = plan_speculative_prefetch(params, static_cast<long long>(grid) * kWarpGroups, grid, launched);
   if (error != cudaSuccess) return error;
@@ -258,48 +176,27 @@ cudaError_t launch_persistent_groups(const DecodeParams& params, const kernels::
                        auto_table_argument<kAuto>(params));
 }
 
-// Several warp groups per CTA where the device's shared memory holds them (one CTA per SM, so the
-// first items land on distinct SMs); else, or when asked, one-item CTAs.
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
-cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
-                              cudaStream_t stream) {
-  constexpr int kGroups = kernels::persistent_warp_groups<kHeadDim>();
-  if constexpr (kGroups > 1) {
-    int per_cta_bytes = 0;
-    const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
-    if (error != cudaSuccess) return error;
-    const int static_bytes = 2048;  // the decision's and the scan's __shared__ arrays, with room
-    if (!persistent_one_item_ctas() &&
-        kernels::persistent_shared_bytes<kHeadDim>(kGroups, kMaxPersistentBatch) + static_bytes <= per_cta_bytes)
-      return launch_persistent_groups<Element, kHeadDim, kPaged, kAuto, kGroups>(params, args, stream);
-  }
-  return launch_persistent_groups<Element, kHeadDim, kPaged, kAuto, 1>(params, args, stream);
-}
-
-// Measurement switch (kernels/NOTES.md, v9, v27): SPLITKV_GRID_ONE_CTA_PER_SM=1 pads the
-// CTA-per-item kernel's shared memory past half an SM, so no two of its CTAs, and no CTA of the next
-// call, can share an SM with one of them; =2 pads only grids that fit one wave of one CTA per SM
-// (then padding costs no wave). Read once.
-bool grid_one_cta_per_sm(long long ctas) {
-  static const int mode = environment_int("SPLITKV_GRID_ONE_CTA_PER_SM", 0);
-  if (mode == 1) return true;
-  if (mode != 2) return false;
-  int sms = 0;
-  return device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess && ctas <= sms;
+// Whether the persistent CTA (its warp groups, the largest batch's item offsets and the decision's
+// arrays) fits the current device's shared memory per CTA. Where it does not (devices before
+// sm_90), the CTA-per-item grid serves the same calls.
+template <int kHeadDim>
+cudaError_t persistent_grid_fits(bool* fits) {
+  int per_cta_bytes = 0;
+  const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
+  if (error != cudaSuccess) return error;
+  const int static_bytes = 2048;  // the decision's and the scan's __shared__ arrays, with room
+  *fits = kernels::persistent_shared_bytes<kHeadDim>(kernels::persistent_warp_groups<kHeadDim>(), kMaxPersistentBatch) +
+              static_bytes <=
+          per_cta_bytes;
+  return cudaSuccess;
 }
 
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
-  int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
+  const int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
   const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
   const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-  if (grid_one_cta_per_sm(ctas)) {
-    int per_cta_bytes = 0;
-    const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
-    if (error != cudaSuccess) return error;
-    shared_bytes = std::max(shared_bytes, per_cta_bytes - 4096);
-  }
   cudaError_t error = allow_shared_memory(kernel, shared_bytes);
   // Only the CTAs that can be resident at the launch (the first wave) can run ahead of the wait;
   // a later one would only put the length's round trip before its own loads.
@@ -307,6 +204,7 @@ cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelA
   if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
   if (error != cudaSuccess) return error;
   kernels::DecodeKernelArgs launched = args;
+  launched.early_ctas = resident;
   error = plan_speculative_prefetch(params, std::min<long long>(ctas, resident), resident, launched);
   if (error != cudaSuccess) return error;
   return launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>,
@@ -330,9 +228,10 @@ Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
   if (auto_table && kernel != DecodeKernel::packed_gqa)
     return fail(Status::unsupported, "num_splits = auto (per_sequence_splits with auto_splits) runs on the "
                                      "packed_gqa kernel only");
-  cudaError_t error;
-  const bool persistent = kernel == DecodeKernel::packed_gqa && per_sequence && params.batch <= kMaxPersistentBatch &&
-                          (!auto_table || auto_schedule_is_persistent());
+  bool persistent = kernel == DecodeKernel::packed_gqa && per_sequence && params.batch <= kMaxPersistentBatch;
+  cudaError_t error = persistent ? persistent_grid_fits<kHeadDim>(&persistent) : cudaSuccess;
+  if (error != cudaSuccess)
+    return fail(Status::cuda_error, std::string("shared memory per CTA: ") + cudaGetErrorString(error));
   if (persistent) {
     error = auto_table ? launch_persistent<Element, kHeadDim, kPaged, true>(params, args, stream)
                        : launch_persistent<Element, kHeadDim, kPaged, false>(params, args, stream);
@@ -496,16 +395,3 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
 const char* last_error_message() { return last_message.c_str(); }
 
 }  // namespace splitkv
-
-#if defined(SPLITKV_TIMELINE)
-// Measurement build only (kernels/NOTES.md, v9g): the slot array lives in this translation unit.
-cudaError_t splitkv::kernels::timeline_slots_address(unsigned long long** device_address) {
-  return cudaGetSymbolAddress(reinterpret_cast<void**>(device_address), timeline_slots);
-}
-cudaError_t splitkv::kernels::timeline_trace_address(unsigned long long** split_records,
-                                                     unsigned long long** combine_records) {
-  const cudaError_t error = cudaGetSymbolAddress(reinterpret_cast<void**>(split_records), timeline_split_trace);
-  if (error != cudaSuccess) return error;
-  return cudaGetSymbolAddress(reinterpret_cast<void**>(combine_records), timeline_combine_trace);
-}
-#endif

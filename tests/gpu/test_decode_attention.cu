@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_support.cuh"
@@ -510,7 +511,7 @@ __global__ void write_lengths_after_releasing_dependents(int32_t* lengths, const
   for (int b = threadIdx.x; b < batch; b += blockDim.x) lengths[b] = new_lengths[b];
 }
 
-TEST(DecodeAttentionGpu, AutoSplitsWhenThePreviousKernelChangesTheLengths) {
+TEST(DecodeAttentionGpu, AutoAndFixedSplitsWhenThePreviousKernelChangesTheLengths) {
   SPLITKV_REQUIRE_GPU();
   struct Change {
     const char* name;
@@ -524,9 +525,14 @@ TEST(DecodeAttentionGpu, AutoSplitsWhenThePreviousKernelChangesTheLengths) {
   };
   cudaStream_t stream;
   SPLITKV_CUDA_OK(cudaStreamCreate(&stream));
-  for (const int head_dim : {64, 128}) {  // the head dims whose persistent `auto` kernel guesses
+  // `auto` (the persistent kernel's guess), then a fixed count of 3 (the CTA-per-item grid's first
+  // wave places its item at the length read before the wait). Head dims 64 and 128: those whose
+  // persistent `auto` kernel guesses.
+  const std::pair<bool, int> modes[] = {{true, 64}, {true, 128}, {false, 64}, {false, 128}};
+  for (const auto& [automatic, head_dim] : modes) {
     for (const Change& change : changes) {
-      SCOPED_TRACE(std::string(change.name) + " d" + std::to_string(head_dim));
+      SCOPED_TRACE(std::string(change.name) + " d" + std::to_string(head_dim) +
+                   (automatic ? " auto" : " fixed 3"));
       ProblemShape shape;
       shape.batch = static_cast<int>(change.before.size());
       shape.num_kv_heads = 2;
@@ -549,6 +555,11 @@ TEST(DecodeAttentionGpu, AutoSplitsWhenThePreviousKernelChangesTheLengths) {
           row[i] = static_cast<unsigned char>(1 + (i * 5) % bound);
       const DeviceAutoTable device_table(table);
       params.auto_splits = device_table.pointer;
+      if (!automatic) {
+        params.per_sequence_splits = false;
+        params.auto_splits = nullptr;
+        params.num_splits = 3;
+      }
       DeviceBuffer<int32_t> new_lengths(change.after.size());
       new_lengths.upload(change.after);
       problem.seqlens = change.after;

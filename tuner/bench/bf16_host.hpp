@@ -1,6 +1,5 @@
 // bf16 on the host for the bench drivers: widening to double, and the relative L2 difference
-// two kernel outputs are compared by. Header-only, so drivers that link different kernel
-// libraries (the timeline probe links the instrumented one) share it.
+// two kernel outputs are compared by.
 #pragma once
 
 #include <cmath>

@@ -12,7 +12,6 @@
 namespace splitkv::kernels {
 
 inline constexpr int kCombineRowsPerCta = 4;
-static_assert(kCombineRowsPerCta == kTraceCombineWarps, "one per-warp field of the combine trace per row");
 
 template <typename Element, int kHeadDim, bool kAuto>
 __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
@@ -22,8 +21,6 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   static_assert(kColumnsPerLane % 2 == 0, "lanes read float2 or wider");
   // 64 registers of partials in flight per lane at every head size: 16 splits at d = 128.
   constexpr int kSplitsPerPass = 64 / kColumnsPerLane;
-  timeline_mark_range(TimelineSlot::combine_entry_first, TimelineSlot::combine_entry_last);
-  timeline_combine_mark_entry();
   allow_dependent_grids_to_launch();
 
   const int lane = threadIdx.x % 32;
@@ -31,40 +28,29 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
   // The lengths are inputs of the split kernel, not its outputs, so they (and the auto count
   // derived from them) can be read while it still runs: off the critical path.
   const int batch_auto_splits = batch_auto_split_count<kCombineRowsPerCta * 32>(args, auto_table);  // block-wide, before any exit
-  timeline_mark_max(TimelineSlot::combine_decision_last);
-  timeline_combine_mark(TraceCombineField::decision, 0, threadIdx.x == 0);
-  // Warps leave independently, so the exit mark is each warp's lane 0, on every path.
   const int64_t head_row = static_cast<int64_t>(blockIdx.x) * kCombineRowsPerCta + warp;
-  if (head_row >= total_rows) {
-    timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
-    timeline_combine_mark(TraceCombineField::exit_warp0, warp, lane == 0);
-    return;
-  }
+  if (head_row >= total_rows) return;
   const int batch_index = static_cast<int>(head_row / args.num_heads);
   const int seqlen = clamped_length(args, batch_index);
   const int splits = splits_of_sequence(args, batch_index, batch_auto_splits);
   const int live = active_splits(seqlen, splits);
-  if (live <= 1) {  // the split kernel wrote this row's final output itself
-    timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
-    timeline_combine_mark(TraceCombineField::exit_warp0, warp, lane == 0);
-    return;
-  }
-  const int64_t split_stride = partial_split_stride(args, splits, partials_are_compact(auto_table));
+  if (live <= 1) return;  // the split kernel wrote this row's final output itself
+  const int64_t split_stride = partial_split_stride<kAuto>(args, splits);
 
   // One merge of the row. `real` false is a dry run of the same instructions with no split live
-  // and nothing stored: the auto combine may run it before its wait (warm_combine, v24).
+  // and nothing stored: the auto combine runs it before its wait, so the instructions it needs once
+  // the partials are ready are in the SM's cache (the persistent kernel beside it evicts them: after
+  // the wait 2.5 us against 0.7 for the fixed combine, B4 L4096).
   auto merge = [&](bool real) {
     const int merged = real ? live : 0;
     if (real) {
       wait_for_prerequisite_grids();  // the split kernel's partials are complete and visible after this
-      timeline_mark_range(TimelineSlot::combine_after_wait_first, TimelineSlot::combine_after_wait_last);
-      timeline_combine_mark(TraceCombineField::after_wait_warp0, warp, lane == 0);
     }
 
     // All loads of a pass are issued before any of them is used: the LSEs (the same word in every
     // lane) and the partial rows of up to kSplitsPerPass splits, so a call with that many live
     // splits waits for one memory round trip after the split kernel, not one per unrolled group of
-    // splits (kernels/NOTES.md, v8). The maximum LSE is known before any weight is formed.
+    // splits. The maximum LSE is known before any weight is formed.
     const float* lse_row = args.partial_lse + head_row * split_stride;
     const float* partial = args.partial_out + head_row * split_stride * kHeadDim;
     float pass_lse[kSplitsPerPass];
@@ -127,12 +113,10 @@ __global__ void __launch_bounds__(kCombineRowsPerCta * 32)
     // One loop over a run-time trip count keeps one copy of the merge, so the dry pass fetches the
     // very instructions the real one runs.
 #pragma unroll 1
-    for (int pass = auto_table.warm_combine != 0 ? 0 : 1; pass < 2; ++pass) merge(pass == 1);
+    for (int pass = 0; pass < 2; ++pass) merge(pass == 1);
   } else {
     merge(true);
   }
-  timeline_mark_max(TimelineSlot::combine_exit_last, lane == 0);
-  timeline_combine_mark(TraceCombineField::exit_warp0, warp, lane == 0);
 }
 
 }  // namespace splitkv::kernels

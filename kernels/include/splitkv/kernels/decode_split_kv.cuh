@@ -16,7 +16,6 @@
 #include <cstdint>
 
 #include "splitkv/kernels/mma_sm80.cuh"
-#include "splitkv/kernels/timeline.cuh"
 #include "splitkv/split_partition.hpp"
 
 namespace splitkv::kernels {
@@ -49,40 +48,34 @@ struct DecodeKernelArgs {
   int batch;
   int per_sequence_splits;
   const int32_t* splits_per_sequence;
-  // Speculative prefetch (contiguous layout; kernels/NOTES.md, v26): before its grid dependency
-  // wait, a CTA whose linear index is below prefetch_ctas asks L2 for the first prefetch_tiles
-  // tiles of its first work item, placed by a length read before the wait. 0 tiles: none.
+  // Speculative prefetch (contiguous layout): before its grid dependency wait, a CTA whose linear
+  // index is below prefetch_ctas asks L2 for the first prefetch_tiles tiles of its first work item,
+  // placed by a length read before the wait. 0 tiles: none.
   int prefetch_tiles;
   int prefetch_ctas;
-  int prefetch_whole_split;  // 1: the CTA-per-item grid prefetches only a split whose tiles all fit (v26)
+  // CTAs of the CTA-per-item grid below this linear index are resident at the launch (the first
+  // wave), so they can read their length and place their item before the wait.
+  int early_ctas;
 };
 
 // The num_splits = auto table as a kernel argument of its own, so kernels launched without it
-// keep the small parameter block of DecodeKernelArgs (kernels/NOTES.md, v7).
+// keep the small parameter block of DecodeKernelArgs (a 1080-byte block cost every CTA ~15 ns:
+// B1 32/8 L16384 at 128 splits 43.4 -> 60.2 us).
 template <bool kAuto>
 struct AutoTableArgument {};
 template <>
 struct AutoTableArgument<true> {
   const AutoSplitsTable* table;  // device memory
   int launch_batch_row;          // auto_batch_class(batch): the host knows it, so no CTA computes it
-  int guess_uniform;             // 0: no early first item (measurement switch, kernels/NOTES.md v9)
-  int verify_late;               // 1: check the guess after the first item's last tile (v9h)
-  int compact_partials;          // 1: partials strided by the batch's count, not the grid's bound (v24)
-  int warm_combine;              // 1: the combine runs its merge code once dry before its wait (v24)
 };
 
-// Whether this call's partials are strided by the batch's split count (AutoTableArgument).
-template <bool kAuto>
-__device__ __forceinline__ bool partials_are_compact(const AutoTableArgument<kAuto>& auto_table) {
-  if constexpr (kAuto) return auto_table.compact_partials != 0;
-  else return false;
-}
-
-// Row stride, in splits, of the partial outputs: the batch's own count when every sequence of the
-// call has it (partials_are_compact), else the grid's bound. The split kernel writes and the combine
+// Row stride, in splits, of the partial outputs. Under num_splits = auto every sequence of the call
+// has the batch's own count, so the partials are strided by it and the combine reads a region as
+// small as a fixed count's; otherwise by the grid's bound. The split kernel writes and the combine
 // reads with it.
-__device__ __forceinline__ int64_t partial_split_stride(const DecodeKernelArgs& args, int splits, bool compact) {
-  return compact ? splits : args.num_splits;
+template <bool kAuto>
+__device__ __forceinline__ int64_t partial_split_stride(const DecodeKernelArgs& args, int splits) {
+  return kAuto ? splits : args.num_splits;
 }
 
 // A length as the kernels use it: cache_seqlens may hold anything, the cache holds [0, capacity].
@@ -100,7 +93,7 @@ __device__ __forceinline__ int clamped_length(const DecodeKernelArgs& args, int 
 // their use: `issue_loads` asks for the lengths and the table in one memory round trip and uses
 // none of them; `finish` (block-wide: every thread of the CTA calls it once) reduces them. Nothing
 // consumes a length between the two (folding each length in as it was loaded made a later use wait
-// for a second round trip; kernels/NOTES.md, v21). kThreads is the CTA's size.
+// for a second round trip). kThreads is the CTA's size.
 template <int kThreads>
 struct BatchAutoDecision {
   static constexpr int kWarps = kThreads / 32;
@@ -128,7 +121,7 @@ struct BatchAutoDecision {
     if (lane < kWordsPerRow) guess_row_word = __ldg(words + argument.launch_batch_row * kWordsPerRow + lane);
     // The table's words land in registers and go to shared memory in choose_splits() (non-uniform
     // batches only): storing each word at once would wait for it before the lengths are even
-    // asked for (kernels/NOTES.md, v7).
+    // asked for.
     first_word = threadIdx.x < kTableWords ? __ldg(words + threadIdx.x) : 0u;
     second_word = threadIdx.x + kThreads < kTableWords ? __ldg(words + threadIdx.x + kThreads) : 0u;
   }
@@ -204,8 +197,8 @@ struct BatchAutoDecision {
 
   // Block-wide, after reduce_lengths: the table's count. A uniform batch's effective batch is the
   // launch batch, so its count is in the row every warp already holds (the guess's row): no
-  // shared-memory table, no second barrier, and no wait for the whole table's loads, which the
-  // v9g trace found late (kernels/NOTES.md, v9i). Other batches copy the table to shared memory.
+  // shared-memory table, no second barrier, and no wait for the whole table's loads, which a per-CTA
+  // trace found arriving late. Other batches copy the table to shared memory.
   __device__ __forceinline__ void choose_splits(const DecodeKernelArgs& args) {
     if (uniform) {
       splits = row_count(args, longest);
@@ -242,7 +235,7 @@ __device__ __forceinline__ int batch_auto_split_count(const DecodeKernelArgs& ar
 
 // The 4 warps that run one work item. A CTA of the persistent schedule holds kGroups of them, each
 // with its own pipeline buffers and named barrier, so it walks several work items at once while
-// being the only CTA on its SM (kernels/NOTES.md, v9). Both members derive from threadIdx.x, so
+// being the only CTA on its SM. Both members derive from threadIdx.x, so
 // the compiler can recompute them instead of holding registers; one group is the whole CTA and
 // syncs with __syncthreads, barrier 0.
 template <int kGroups>
@@ -257,7 +250,7 @@ struct WarpGroup {
       __syncthreads();
     } else {
       // ptxas then reserves all 16 named barriers for the CTA; immediate ids (3 barriers) measured
-      // no faster on the capacity scenario, 1.083 against 1.078 (kernels/NOTES.md, v9e).
+      // no faster on the capacity scenario, 1.083 against 1.078.
       asm volatile("bar.sync %0, %1;\n" ::"r"(1 + index()), "n"(kThreadsPerCta) : "memory");
     }
   }
@@ -290,7 +283,7 @@ constexpr int decode_stages() {
 // Row stride (floats) of the buffer the four warps merge their outputs through at an item's end:
 // kHeadDim + 8 puts each row 8 banks after the previous one, so the four rows a half-warp's float2
 // stores touch cover all 32 banks once (+4 gave a 2-way conflict on every one of the 32 stores per
-// thread; kernels/NOTES.md, v29).
+// thread).
 template <int kHeadDim>
 constexpr int merge_row_stride() {
   return kHeadDim + 8;
@@ -357,19 +350,16 @@ __device__ __forceinline__ ItemPlacement item_placement(int seqlen, int splits, 
 // tokens in `splits` splits, through the whole pipeline to its partial or final output. Every
 // thread of the warp group calls it; it leaves the group's shared memory in use (the epilogue), so
 // a caller that runs another item on it must sync the group first.
-// `check` asks once, in every thread, whether the guess that chose this item's split count held:
-// `check.at_issue()` as soon as the first tiles' loads are in flight, `check.at_end()` after the
-// last tile, before anything is written (at once for an empty split); one of the two does the
-// asking (GuessCheck below). When it says no, nothing is written and the call returns false.
-// `trace`: the item's per-CTA trace fields (timeline.cuh; empty without SPLITKV_TIMELINE).
-// `placed`: the split's tokens and the sequence's live split count (item_placement), which a caller
-// may compute ahead of time (two divisions).
-template <typename Element, int kHeadDim, bool kPaged, typename Group, typename Check>
+// `placement_held()` is asked once, in every thread, as soon as the first tiles' loads are in flight
+// (at once for an empty split): whether the length the item was placed by still holds. When it says
+// no, nothing is written and the call returns false. `placed`: the split's tokens and the
+// sequence's live split count (item_placement), which a caller may compute ahead of time (two
+// divisions). kCompactPartials: the partials are strided by `splits` (partial_split_stride).
+template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, typename Group, typename Held>
 __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                    Group group, int batch_index, int kv_head, int split,
                                                    int splits, int seqlen, const ItemPlacement placed,
-                                                   const Check& check, bool compact_partials,
-                                                   const TimelineItemTrace trace = {}) {
+                                                   const Held& placement_held) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
   constexpr int kStages = decode_stages<kHeadDim>();
@@ -380,11 +370,7 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   const bool writes_final_output = live_splits <= 1;
   // Empty splits leave nothing behind; the combine derives the same live count from seqlen.
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
-  if (range.begin >= range.end && !(split == 0 && seqlen == 0)) {
-    const bool held = check.at_issue() && check.at_end();
-    trace.mark(TraceItemField::after_issue, group.thread() == 0);
-    return held;
-  }
+  if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return placement_held();
 
   Element* shared_k = reinterpret_cast<Element*>(shared_bytes);
   Element* shared_v = shared_k + kStages * Geometry::kTileElements;
@@ -430,10 +416,7 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
     if (stage < num_tiles) load_tile(stage, stage);
     copy_async_commit();  // the Q copies ride in the first group
   }
-  trace.mark(TraceItemField::issued, group.thread() == 0);
-  const bool held = check.at_issue();
-  trace.mark(TraceItemField::after_issue, group.thread() == 0);
-  if (!held) {
+  if (!placement_held()) {
     copy_async_wait<0>();
     return false;
   }
@@ -457,7 +440,6 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     copy_async_wait<kStages - 2>();
-    if (tile == 0) trace.mark(TraceItemField::first_tile, group.thread() == 0);
     group.sync();  // tile is visible, and every warp is done with the stage refilled below
     if (tile + kStages - 1 < num_tiles) load_tile(tile + kStages - 1, (tile + kStages - 1) % kStages);
     copy_async_commit();
@@ -532,11 +514,9 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   // warp stores its rows unscaled with its row maxima and sums, in one phase behind one barrier;
   // the threads that sum a row then form the weights themselves, their loads of the maxima and sums
   // in flight with those of the rows (a second barrier and the weights' round trip before it were
-  // on every item's last path; kernels/NOTES.md, v32).
+  // on every item's last path: 1.9% on the fixed counts' calls).
   copy_async_wait<0>();
   group.sync();
-  trace.mark(TraceItemField::epilogue, group.thread() == 0);
-  if (!check.at_end()) return false;  // a late-checked guess failed: nothing written yet
   constexpr int kReduceStride = merge_row_stride<kHeadDim>();
   float* warp_outputs = reinterpret_cast<float*>(shared_bytes);
   float* warp_max = warp_outputs + kWarpsPerCta * kMmaRows * kReduceStride;
@@ -566,14 +546,11 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
       *reinterpret_cast<float2*>(row0 + 8 * kReduceStride) = make_float2(output[j][2], output[j][3]);
   }
   group.sync();
-  trace.mark(TraceItemField::merge_staged, group.thread() == 0);
 
   // Each thread sums 4 consecutive columns of one row over the warps, each warp's row weighted by
   // exp2(its max - the CTA's max) / the CTA's sum, and stores them; the thread at column 0 also
   // stores the row's LSE (natural log, as FlashAttention returns it; -inf for a row with no tokens).
-  // compact_partials: every sequence of the call has `splits` splits (num_splits = auto), so the
-  // partials need only that stride, not the grid's bound (kernels/NOTES.md, v24).
-  const int64_t split_stride = partial_split_stride(args, splits, compact_partials);
+  const int64_t split_stride = partial_split_stride<kCompactPartials>(args, splits);
   for (int index = static_cast<int>(group.thread()) * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
     const int row = index / kHeadDim;
     const int column = index % kHeadDim;
@@ -620,80 +597,79 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
       if (column == 0) args.partial_lse[head_row * split_stride + split] = lse;
     }
   }
-  timeline_mark_min(TimelineSlot::split_item_end_first, group.thread() == 0);
-  trace.mark(TraceItemField::end, group.thread() == 0);
   return true;
 }
 
-template <typename Element, int kHeadDim, bool kPaged, typename Group, typename Check>
-__device__ __forceinline__ bool decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
+// For callers whose item was placed by a length read after the wait.
+struct PlacementAlwaysHolds {
+  __device__ __forceinline__ bool operator()() const { return true; }
+};
+
+template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, typename Group>
+__device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                  Group group, int batch_index, int kv_head, int split,
-                                                 int splits, int seqlen, const Check& check,
-                                                 bool compact_partials, const TimelineItemTrace trace = {}) {
-  return decode_placed_item<Element, kHeadDim, kPaged>(args, shared_bytes, group, batch_index, kv_head, split, splits,
-                                                       seqlen, item_placement(seqlen, splits, split), check,
-                                                       compact_partials, trace);
+                                                 int splits, int seqlen) {
+  decode_placed_item<Element, kHeadDim, kPaged, kCompactPartials>(args, shared_bytes, group, batch_index, kv_head,
+                                                                  split, splits, seqlen,
+                                                                  item_placement(seqlen, splits, split),
+                                                                  PlacementAlwaysHolds{});
 }
-
-// For callers whose item is not a guess.
-struct NothingToCheck {
-  __device__ __forceinline__ bool at_issue() const { return true; }
-  __device__ __forceinline__ bool at_end() const { return true; }
-};
-
-// The guess of a uniform batch (decode_split_kv_persistent_kernel), checked by `verify` (a warp
-// vote over the lengths loaded after the wait) either once the first tiles are in flight, or, when
-// `late`, once the item's tiles are all consumed: the check then no longer holds up the item's
-// pipeline, and a wrong guess costs the whole item instead of its first tiles (kernels/NOTES.md,
-// v9h; since v33 the vote is cheap enough that checking late gains nothing).
-template <typename Verify>
-struct GuessCheck {
-  Verify& verify;
-  bool late;
-  __device__ __forceinline__ bool at_issue() const { return late || verify(); }
-  __device__ __forceinline__ bool at_end() const { return !late || verify(); }
-};
 
 // One CTA per possible work item, grid (batch x kv_heads, num_splits): fixed split counts; explicit
 // per-sequence counts past kMaxPersistentBatch; and (kAuto) the table's count for the batch, where
 // CTAs past a sequence's live splits exit at once.
 // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
-// then split 1, and so on, so the CTAs that hold work are spread over all SMs (kernels/NOTES.md, v6).
+// then split 1, and so on, so the CTAs that hold work are spread over all SMs.
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
 __global__ void __launch_bounds__(kThreadsPerCta)
     decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
-  timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
-  TimelineGroupTrace trace(blockIdx.x + gridDim.x * blockIdx.y, 0);  // item = split x rows + row
-  trace.mark_entry(threadIdx.x == 0);
+  extern __shared__ __align__(128) unsigned char shared_bytes[];
+  const int batch_index = blockIdx.x / args.num_kv_heads;
+  const int kv_head = blockIdx.x % args.num_kv_heads;
+  const int linear_cta = blockIdx.x + gridDim.x * blockIdx.y;
   if constexpr (!kPaged && !kAuto) {
-    // Fixed counts only: an explicit per-sequence count is one more input the wait guards.
-    if (args.prefetch_tiles > 0 && args.per_sequence_splits == 0 &&
-        static_cast<int>(blockIdx.x + gridDim.x * blockIdx.y) < args.prefetch_ctas) {
-      const int batch_index = blockIdx.x / args.num_kv_heads;
-      prefetch_item_tiles<Element, kHeadDim>(args, batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
-                                             args.num_splits,
-                                             clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index)),
-                                             args.prefetch_whole_split != 0, threadIdx.x, kThreadsPerCta);
+    // A fixed count on a contiguous cache, in the first wave: the item is placed at its sequence's
+    // length as read before the wait, and its loads go out right after it; the length loaded after
+    // the wait checks the placement under them, and a length that moved redoes the item. Later
+    // waves start after the previous kernel is gone and would only add a round trip. An explicit
+    // per-sequence count is one more input the wait guards, so those calls take the path below.
+    if (args.per_sequence_splits == 0 && args.splits_per_sequence == nullptr && linear_cta < args.early_ctas) {
+      int length = clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index));
+      ItemPlacement placed = item_placement(length, args.num_splits, blockIdx.y);
+      if (args.prefetch_tiles > 0 && linear_cta < args.prefetch_ctas)
+        prefetch_item_tiles<Element, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits, length,
+                                               true, threadIdx.x, kThreadsPerCta);
+      // The compiler would otherwise recompute these where they are used, after the wait.
+      asm volatile("" : "+r"(length), "+r"(placed.live_splits), "+r"(placed.range.begin), "+r"(placed.range.end));
+      wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
+      allow_dependent_grids_to_launch();
+      const int loaded = args.cache_seqlens[batch_index];  // asked for now, used once the copies are out
+      auto same_length = [&] { return clamp_to_capacity(args, loaded) == length; };
+      // One call site in a loop, so the item's code is not duplicated.
+      while (!decode_placed_item<Element, kHeadDim, kPaged, false>(args, shared_bytes, WarpGroup<1>{}, batch_index,
+                                                                   kv_head, blockIdx.y, args.num_splits, length,
+                                                                   placed, same_length)) {
+        length = clamp_to_capacity(args, loaded);
+        placed = item_placement(length, args.num_splits, blockIdx.y);
+      }
+      return;
     }
   }
-  wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
-  timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
-  trace.mark(TraceSplitField::after_wait, threadIdx.x == 0);
-  allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
-  extern __shared__ __align__(128) unsigned char shared_bytes[];
-  const int batch_auto_splits = batch_auto_split_count<kThreadsPerCta>(args, auto_table);
-  if constexpr (kAuto) {
-    timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
-    trace.mark(TraceSplitField::decision, threadIdx.x == 0);
+  if constexpr (!kPaged && !kAuto) {
+    // The whole-split condition: a CTA of this grid can be resident a whole call early, beside the
+    // previous call's, and a partial prefetch then competed with that call and was evicted before
+    // use (+1.3-2 us on 16-134 MB calls).
+    if (args.prefetch_tiles > 0 && args.per_sequence_splits == 0 && linear_cta < args.prefetch_ctas)
+      prefetch_item_tiles<Element, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits,
+                                             clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index)),
+                                             true, threadIdx.x, kThreadsPerCta);
   }
-  const int batch_index = blockIdx.x / args.num_kv_heads;
-  decode_work_item<Element, kHeadDim, kPaged>(args, shared_bytes, WarpGroup<1>{},
-                                               batch_index, blockIdx.x % args.num_kv_heads, blockIdx.y,
-                                               splits_of_sequence(args, batch_index, batch_auto_splits),
-                                               clamped_length(args, batch_index), NothingToCheck{}, partials_are_compact(auto_table),
-                                               trace.begin_item(blockIdx.x + gridDim.x * blockIdx.y, threadIdx.x == 0));
-  timeline_mark_max(TimelineSlot::split_exit_last);
-  trace.mark(TraceSplitField::exit, threadIdx.x == 0);
+  wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
+  allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
+  const int batch_auto_splits = batch_auto_split_count<kThreadsPerCta>(args, auto_table);
+  decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, shared_bytes, WarpGroup<1>{}, batch_index, kv_head,
+                                                     blockIdx.y, splits_of_sequence(args, batch_index, batch_auto_splits),
+                                                     clamped_length(args, batch_index));
 }
 
 // Whether every sequence of the batch has one given length, answered by each warp on its own
@@ -744,7 +720,7 @@ constexpr int persistent_warp_groups() {
 // of the combine kernel (128 threads x 128 registers), so that programmatic dependent launch can
 // make the combine resident while the split kernel still runs, as it does beside the fixed-count
 // kernels. At 193 registers x 256 threads the register file left no room for it; the cap took the
-// capacity-scenario regret from 1.154 to 1.132 (kernels/NOTES.md, v9b). 8-register steps, 255 at most.
+// capacity-scenario regret from 1.154 to 1.132. 8-register steps, 255 at most.
 constexpr int persistent_register_cap(int warp_groups) {
   constexpr int kRegistersPerSm = 65536;
   constexpr int kCombineRegisters = 128 * 128;
@@ -757,8 +733,8 @@ constexpr int persistent_shared_bytes(int warp_groups, int batch) {
   return warp_groups * decode_shared_bytes<kHeadDim>() + 4 * (batch + 1);
 }
 
-// The layout v9 measured (kernels/NOTES.md): as many warp groups as one-item CTAs fit on an SM. A
-// pipeline change that moves these moves the persistent schedule's occupancy: re-measure.
+// The measured layout: as many warp groups as one-item CTAs fit on an SM. A pipeline change that
+// moves these moves the persistent schedule's occupancy: re-measure.
 static_assert(persistent_warp_groups<64>() == 3 && persistent_warp_groups<128>() == 2 &&
                   persistent_warp_groups<256>() == 1,
               "warp groups per persistent CTA");
@@ -769,7 +745,7 @@ static_assert(persistent_warp_groups<64>() == 3 && persistent_warp_groups<128>()
 // only the splits that hold work: for each sequence in order, its live splits x kv heads
 // (split-major; work_items_of_sequence). Items 0 .. gridDim.x - 1 thus run on distinct SMs whatever
 // the hardware's placement: with several one-item CTAs per SM, a grid filling every slot put its
-// first 128 CTAs on 120 SMs (kernels/NOTES.md, v7 and v9).
+// first 128 CTAs on 120 SMs.
 // A uniform batch (every length equal) needs no scan: item -> (split, sequence, head) is a
 // division. kAuto on the contiguous layout goes further and guesses, before the grid dependency
 // wait, that the batch is uniform at cache_seqlens[0]'s length: the first item's loads go out right
@@ -781,12 +757,8 @@ template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGrou
 __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   constexpr int kThreads = kThreadsPerCta * kWarpGroups;
-  // Contiguous layouts (head_dim <= 128) guess that the batch is uniform (kernels/NOTES.md, v33).
   constexpr bool kGuesses = kAuto && !kPaged && kHeadDim <= 128;
-  timeline_mark_range(TimelineSlot::split_entry_first, TimelineSlot::split_entry_last);
   using Group = WarpGroup<kWarpGroups>;
-  TimelineGroupTrace trace(blockIdx.x, Group::index());
-  trace.mark_entry(Group::thread() == 0);
   // The guess, read before the wait: the batch's length if cache_seqlens' first and last entries
   // agree (-1: no guess), and the table's count for the launch batch at that length. With
   // programmatic dependent launch the CTA is resident while the previous call runs, so in a stream
@@ -800,23 +772,21 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   int guess_batch_index = 0, guess_kv_head = 0, guess_split = 0;
   ItemPlacement guess_placed{0, {0, 0}};
   if constexpr (kGuesses) {
-    if (auto_table.guess_uniform != 0) {
-      const int first = load_l2_only(args.cache_seqlens);
-      if (first == load_l2_only(args.cache_seqlens + args.batch - 1)) {
-        guess_length = clamp_to_capacity(args, first);
-        guess_splits = BatchAutoDecision<kThreadsPerCta>::table_count(args, auto_table, guess_length);
-        guess_items = work_items_of_sequence(guess_length, guess_splits, args.num_kv_heads) * args.batch;
-        const int item = blockIdx.x + gridDim.x * Group::index();
-        if (item < guess_items) {
-          const int rows = args.batch * args.num_kv_heads;
-          guess_batch_index = (item % rows) / args.num_kv_heads;
-          guess_kv_head = item % args.num_kv_heads;
-          guess_split = item / rows;
-          guess_placed = item_placement(guess_length, guess_splits, guess_split);
-          if (args.prefetch_tiles > 0)
-            prefetch_item_tiles<Element, kHeadDim>(args, guess_batch_index, guess_kv_head, guess_split, guess_splits,
-                                                   guess_length, false, Group::thread(), kThreadsPerCta);
-        }
+    const int first = load_l2_only(args.cache_seqlens);
+    if (first == load_l2_only(args.cache_seqlens + args.batch - 1)) {
+      guess_length = clamp_to_capacity(args, first);
+      guess_splits = BatchAutoDecision<kThreadsPerCta>::table_count(args, auto_table, guess_length);
+      guess_items = work_items_of_sequence(guess_length, guess_splits, args.num_kv_heads) * args.batch;
+      const int item = blockIdx.x + gridDim.x * Group::index();
+      if (item < guess_items) {
+        const int rows = args.batch * args.num_kv_heads;
+        guess_batch_index = (item % rows) / args.num_kv_heads;
+        guess_kv_head = item % args.num_kv_heads;
+        guess_split = item / rows;
+        guess_placed = item_placement(guess_length, guess_splits, guess_split);
+        if (args.prefetch_tiles > 0)
+          prefetch_item_tiles<Element, kHeadDim>(args, guess_batch_index, guess_kv_head, guess_split, guess_splits,
+                                                 guess_length, false, Group::thread(), kThreadsPerCta);
       }
     }
     // The compiler would otherwise recompute these where they are used, after the wait.
@@ -825,8 +795,6 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
                  "+r"(guess_placed.range.begin), "+r"(guess_placed.range.end));
   }
   wait_for_prerequisite_grids();
-  timeline_mark_range(TimelineSlot::split_after_wait_first, TimelineSlot::split_after_wait_last);
-  trace.mark(TraceSplitField::after_wait, Group::thread() == 0);
   allow_dependent_grids_to_launch();
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   const Group group{};
@@ -835,19 +803,10 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   int* first_item = reinterpret_cast<int*>(shared_bytes + kWarpGroups * decode_shared_bytes<kHeadDim>());  // [batch + 1]
   const int virtual_cta = blockIdx.x + gridDim.x * group_index;
   const int virtual_ctas = gridDim.x * kWarpGroups;
-  // Each group ends on its own, on any of the three paths below.
-  const auto mark_exit = [&] {
-    timeline_mark_max(TimelineSlot::split_exit_last, group.thread() == 0);
-    trace.mark(TraceSplitField::exit, group.thread() == 0);
-  };
-  const auto mark_decision = [&] {
-    timeline_mark_range(TimelineSlot::split_decision_first, TimelineSlot::split_decision_last);
-    trace.mark(TraceSplitField::decision, group.thread() == 0);
-  };
 
   int next_item = virtual_cta;  // the first item this group has not run yet
   // A uniform batch's items go split-major over the (sequence, kv head) rows, as the CTA-per-item
-  // grid orders its CTAs: item = split x rows + row (kernels/NOTES.md, v9c).
+  // grid orders its CTAs: item = split x rows + row.
   const int rows = args.batch * args.num_kv_heads;
   int batch_auto_splits = 0;
   bool uniform = false;
@@ -855,69 +814,51 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   if constexpr (kAuto) {
     BatchAutoDecision<kThreads> decision;
     if constexpr (kGuesses) {
-      if (auto_table.guess_uniform != 0) {
-        // The guessed first item goes out at once; the lengths it is checked against are asked
-        // for first, so their round trip runs under its loads. Every group answers from the same
-        // lengths loaded after the wait, so the groups of a CTA agree on whether the batch is
-        // uniform (and take the block-wide path below together when it is not); each group checks
-        // its own guess, and a group whose guess read a length that moved redoes its first item.
-        UniformBatchVote vote;
-        vote.issue(args);
-        // Read as ragged before the wait: the block-wide decision's loads go out now, with the
-        // vote's, so a batch still ragged pays one round trip, not two.
-        if (guess_length < 0) decision.issue_loads(args, auto_table);
-        auto guess_held = [&] {
-          trace.mark(TraceSplitField::check, group.thread() == 0);
-          const bool held = vote.uniform_at(args, guess_length);
-          if (held) mark_decision();
-          return held;
-        };
-        bool held = false;
-        if (guess_length >= 0) {
-          if (virtual_cta < guess_items) {
-            held = decode_placed_item<Element, kHeadDim, kPaged>(args, group_shared, group, guess_batch_index,
-                                                                  guess_kv_head, guess_split, guess_splits, guess_length,
-                                                                  guess_placed,
-                                                                  GuessCheck<decltype(guess_held)>{guess_held, auto_table.verify_late != 0},
-                                                                  partials_are_compact(auto_table),
-                                                                  trace.begin_item(virtual_cta, group.thread() == 0));
-          } else {
-            held = guess_held();
-          }
-          if (held) {
-            next_item += virtual_ctas;
-            // A group with no second item ends here. Through the uniform loop below it would first
-            // recompute the loop's bound (two divisions, placed far from the item's code: Nsight
-            // Compute put 14% of the kernel's warp samples there, mostly instruction-cache misses),
-            // which the guess already knows; exiting here took `auto` 0.2 µs closer to the fixed
-            // kernel (kernels/NOTES.md, v20).
-            if (next_item >= guess_items) {
-              mark_exit();
-              return;
-            }
-            batch_auto_splits = guess_splits;
-            uniform = true;
-            uniform_length = guess_length;
-          }
+      // The guessed first item goes out at once; the lengths it is checked against are asked for
+      // first, so their round trip runs under its loads. Every group answers from the same lengths
+      // loaded after the wait, so the groups of a CTA agree on whether the batch is uniform (and
+      // take the block-wide path below together when it is not); each group checks its own guess,
+      // and a group whose guess read a length that moved redoes its first item.
+      UniformBatchVote vote;
+      vote.issue(args);
+      // Read as ragged before the wait: the block-wide decision's loads go out now, with the
+      // vote's, so a batch still ragged pays one round trip, not two.
+      if (guess_length < 0) decision.issue_loads(args, auto_table);
+      auto guess_held = [&] { return vote.uniform_at(args, guess_length); };
+      bool held = false;
+      if (guess_length >= 0) {
+        held = virtual_cta < guess_items
+                   ? decode_placed_item<Element, kHeadDim, kPaged, true>(args, group_shared, group, guess_batch_index,
+                                                                         guess_kv_head, guess_split, guess_splits,
+                                                                         guess_length, guess_placed, guess_held)
+                   : guess_held();
+        if (held) {
+          next_item += virtual_ctas;
+          // A group with no second item ends here. Through the uniform loop below it would first
+          // recompute the loop's bound (two divisions, placed far from the item's code: Nsight
+          // Compute put 14% of the kernel's warp samples there, mostly instruction-cache misses),
+          // which the guess already knows; exiting here took `auto` 0.2 us closer to the fixed
+          // kernel.
+          if (next_item >= guess_items) return;
+          batch_auto_splits = guess_splits;
+          uniform = true;
+          uniform_length = guess_length;
         }
-        if (!held) {  // from here on the decision's loads are out, whichever way the guess went
-          if (guess_length >= 0) decision.issue_loads(args, auto_table);
-          const int length = vote.first_length(args);
-          if (vote.uniform_at(args, length)) {
-            batch_auto_splits = decision.row_count(args, length);
-            uniform = true;
-            uniform_length = length;
-            mark_decision();
-          }
+      }
+      if (!held) {  // from here on the decision's loads are out, whichever way the guess went
+        if (guess_length >= 0) decision.issue_loads(args, auto_table);
+        const int length = vote.first_length(args);
+        if (vote.uniform_at(args, length)) {
+          batch_auto_splits = decision.row_count(args, length);
+          uniform = true;
+          uniform_length = length;
         }
       }
     }
     if (!uniform) {
-      bool loads_issued = false;  // by the guess's path above, which leaves a ragged batch here
-      if constexpr (kGuesses) loads_issued = auto_table.guess_uniform != 0;
-      if (!loads_issued) decision.issue_loads(args, auto_table);
+      // The guess's path above has issued the loads already when it leaves a ragged batch here.
+      if constexpr (!kGuesses) decision.issue_loads(args, auto_table);
       decision.finish(args);
-      mark_decision();
       batch_auto_splits = decision.splits;
       uniform = decision.uniform;
       uniform_length = decision.longest;
@@ -929,12 +870,10 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     for (int item = next_item; item < per_sequence * args.batch; item += virtual_ctas) {
       const int row = item % rows;
       group.sync();  // the previous item's epilogue is done with the group's pipeline buffers
-      decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, row / args.num_kv_heads,
-                                                   row % args.num_kv_heads, item / rows, batch_auto_splits,
-                                                   uniform_length, NothingToCheck{}, partials_are_compact(auto_table),
-                                                   trace.begin_item(item, group.thread() == 0));
+      decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, group_shared, group, row / args.num_kv_heads,
+                                                         row % args.num_kv_heads, item / rows, batch_auto_splits,
+                                                         uniform_length);
     }
-    mark_exit();
     return;
   }
 
@@ -976,12 +915,11 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     }
     const int local = item - first_item[low];
     group.sync();
-    decode_work_item<Element, kHeadDim, kPaged>(args, group_shared, group, low, local % args.num_kv_heads,
-                                                 local / args.num_kv_heads, splits_of_sequence(args, low, batch_auto_splits),
-                                                 clamped_length(args, low), NothingToCheck{}, partials_are_compact(auto_table),
-                                                 trace.begin_item(item, group.thread() == 0));
+    decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, group_shared, group, low, local % args.num_kv_heads,
+                                                       local / args.num_kv_heads,
+                                                       splits_of_sequence(args, low, batch_auto_splits),
+                                                       clamped_length(args, low));
   }
-  mark_exit();
 }
 
 }  // namespace splitkv::kernels
