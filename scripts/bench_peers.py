@@ -65,10 +65,10 @@ def shapes():
     out += [Shape("context_sweep", b, 32, 8, L) for b in (1, 8)
             for L in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)]
     out += [Shape("capacity", b, 32, 8, L, capacity=131072) for b in (1, 4, 16) for L in (512, 2048, 8192, 16384)]
-    # Issue #7's capacity scenario (the 60 shapes of sweeps/ragged.json's capacity block), ours only:
+    # The capacity scenario (the 60 shapes of sweeps/ragged.json's capacity block), ours only:
     # num_splits = auto, the heuristic's count and every fixed count on the same buffers, seconds
     # apart. Separate sweeps allocate separate caches, and their comparison of auto with the best
-    # fixed count moved by up to 15% on the same shape (kernels/NOTES.md, v9).
+    # fixed count moved by up to 15% on the same shape.
     out += [Shape("capacity_auto", b, h, 8, L, capacity=131072) for h in (32, 64) for b in (1, 2, 4, 8, 16)
             for L in (512, 1024, 2048, 4096, 8192, 16384)]
     return out
@@ -134,7 +134,7 @@ def time_graph(call, copies, replays=15):
     # Replay until the GPU has been busy for WARMUP_SECONDS before timing: after a shape's buffers
     # are set up, the first contender's median came out up to 13% slow on 14 of the capacity
     # scenario's 60 shapes (its p10 was not: its first replays ran slow), while the same split count
-    # timed later was not (kernels/NOTES.md, "Session 18").
+    # timed later was not.
     warm_start = time.perf_counter()
     while True:
         graph.replay()
@@ -280,8 +280,8 @@ def flex_caller(s, buffers):
     if "fn" not in _flex:
         # One compiled graph per shape (dynamic=False). Past dynamo's recompile limit (8 by
         # default) torch falls back to eager flex_attention, whose CPU->GPU copies break CUDA-graph
-        # capture: session 10's run timed the first 8 shapes and recorded that error for the
-        # other 11. Raise the limit past the number of shapes this script times.
+        # capture: a run timed the first 8 shapes and recorded that error for the other 11. Raise
+        # the limit past the number of shapes this script times.
         import torch._dynamo
         for name in ("recompile_limit", "cache_size_limit"):
             if hasattr(torch._dynamo.config, name):
@@ -311,7 +311,7 @@ def main():
     parser.add_argument("--heuristic-lib", help="path to libsplitkv_heuristics_c.so (ours at the table's choice)")
     parser.add_argument("--out", required=True, help="CSV to write; its JSON sidecar is written beside it")
     parser.add_argument("--groups", default="anchors,head_dim,batch_sweep,context_sweep,capacity",
-                        help="comma-separated shape groups to run; capacity_auto (issue #7: the 60 capacity-"
+                        help="comma-separated shape groups to run; capacity_auto (the 60 capacity-"
                         "scenario shapes, ours only: auto, the heuristic and every fixed count) is not in the default")
     parser.add_argument("--flex-groups", default="anchors", help="groups on which FlexAttention also runs (it "
                         "compiles per shape, so the default keeps it to the anchors)")
@@ -392,7 +392,7 @@ def run_shapes(args, gpu, sms, l2, ours, groups, flex_groups, generator):
             # Ours at the heuristic's count and the peers first, back to back, so the comparisons the
             # acceptance makes are timed seconds apart; the split search (up to 14 timings of the
             # same kernel) comes last. Timed after the search, the same count measured up to 8%
-            # slower on the largest shapes (B8 L65536: 515 vs 475 µs; kernels/NOTES.md, v8).
+            # slower on the largest shapes (B8 L65536: 515 vs 475 µs).
             choice = ours.choose(s, gpu, sms)
             if choice is not None:
                 record("splitkv_heuristic", ours.caller(s, buffers, choice), choice, written_out)
@@ -437,7 +437,7 @@ def write_sidecar(args, gpu, sms, l2, started, state):
                             "(working set >= 3x L2, at most 64 copies), replayed untimed for >= 20 ms, then 15 replays, "
                             "median/p10/p90 of time per call",
                    command=" ".join(sys.argv),
-                   # The library's measurement switches (kernels/NOTES.md) change what ran.
+                   # Any SPLITKV_* variable set for the run, so the sidecar says what ran.
                    environment={k: v for k, v in sorted(os.environ.items())
                                 if k.startswith("SPLITKV_") and k != "SPLITKV_GIT_SHA"})
     try:

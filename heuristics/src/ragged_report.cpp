@@ -226,7 +226,7 @@ std::string ragged_markdown(const RaggedEvaluation& e, const std::vector<RaggedS
          "regret may be below 1. They come from a sweep of their own, on caches allocated apart from the fixed "
          "counts': on the H200 the same point moved by up to 15% between such sweeps, so for the capacity scenario "
          "`scripts/bench_peers.py --groups capacity_auto` also times `auto` and every fixed count on the same "
-         "buffers (kernels/NOTES.md, v9c).\n\n";
+         "buffers.\n\n";
   out += "## Acceptance\n\n";
   if (a.capacity_shapes > 0) {
     out += fmt::format("- capacity scenario: `splitkv_auto` within 5% of the best fixed split count on **{:.1f}%** "

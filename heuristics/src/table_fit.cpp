@@ -450,7 +450,7 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
   } else {
     // Wave-aware: a cell is asked about every CTA count of its range, and a split count that
     // exactly fills the waves at the one count measured there can spill a nearly empty wave a
-    // few CTAs further (issue #4: 88 CTAs x 3 = 264 slots, 96 x 3 = 288 cost 1.3-1.5x). So a
+    // few CTAs further (88 CTAs x 3 = 264 slots, 96 x 3 = 288 cost 1.3-1.5x on the H200). So a
     // cell scores each count on the measured CTA counts within wave_radius_octaves that share
     // its waves (wave_aware_score), mixed with its own shapes' mean; cells with no shapes of
     // their own but measured counts in reach are decided the same way.

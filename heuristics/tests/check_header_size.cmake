@@ -1,4 +1,4 @@
-# Issue #4: a generated header users commit into their engines stays under 64 KiB.
+# A generated header users commit into their engines stays under 64 KiB.
 #   cmake -DHEADER=<path> -P check_header_size.cmake
 file(SIZE "${HEADER}" header_bytes)
 if(header_bytes GREATER_EQUAL 65536)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Two builds of the kernels on issue #7's capacity scenario, in one device call: the A/B that
-# kernels/NOTES.md v21-v23 ran. Both builds' libraries time `auto`, the heuristic's count and every
-# fixed count on the same shapes, alternated base, head, base, head, so drift between runs shows
+# Two builds of the kernels on the capacity scenario, in one device call: how a kernel change is
+# kept or dropped (kernels/DECISIONS.md). Both builds' libraries time `auto`, the heuristic's count
+# and every fixed count on the same shapes, alternated base, head, base, head, so drift between runs shows
 # as base/base2 and a real change as head/base on `auto` with the fixed counts at ~0.998.
 #
 #   scripts/experiments/capacity_ab.sh prepare BASE_REV [HEAD_REV]   # here: build-archive/{base,head}.tar
@@ -9,14 +9,16 @@
 #   scripts/experiments/capacity_ab.sh run                           # on the device, with carry ["build-archive"]
 #
 # AB_GROUPS (default capacity_auto): the bench_peers.py group sets to alternate, separated by ';',
-# e.g. AB_GROUPS='capacity_auto;anchors,head_dim,batch_sweep,context_sweep,capacity' adds issue
-# #6's peers groups (~52 s a run against ~30 s; raise AB_DEADLINE to ~560 to leave the tests time);
+# e.g. AB_GROUPS='capacity_auto;anchors,head_dim,batch_sweep,context_sweep,capacity' adds the
+# peers groups (~52 s a run against ~30 s; raise AB_DEADLINE to ~560 to leave the tests time);
 # each set's runs are summarised by capacity_auto_regret.py (capacity_auto) or peers_summary.py.
 #
 # `run` writes $OUT/ab.tgz (four CSVs per group set with sidecars, build and test logs) and prints
 # each set's summaries and head/base per contender (capacity_auto_ab.py),
 # then the auto GPU tests of the head build, then memcheck on them while the time allows
 # (AB_DEADLINE seconds into the call, default 280). About 240 s warm or 280 s cold.
+# AB_PEER_RUNS=2 runs a peers set once each way (base, head) instead of twice; AB_base_SHA and
+# AB_head_SHA go into the CSVs' sidecars as git_sha; AB_TEST_FILTER overrides the GPU tests' filter.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 archive=build-archive
@@ -55,7 +57,7 @@ case "${1:-}" in
     configure "$work/base" base && configure "$work/head" head || { tail -20 "$OUT"/ab/configure_*.log; exit 1; }
     # The two builds share the cores: one translation unit each dominates.
     (cmake --build "$work/base/build-device" -j 6 --target splitkv_c >"$OUT/ab/build_base.log" 2>&1; echo $? >"$work/base_rc") &
-    cmake --build "$work/head/build-device" -j 10 --target splitkv_gpu_tests splitkv_c splitkv_heuristics_c \
+    cmake --build "$work/head/build-device" -j 10 --target splitkv_gpu_tests splitkv_c splitkv_heuristics_c splitkv \
       >"$OUT/ab/build_head.log" 2>&1
     head_rc=$?
     wait
@@ -72,9 +74,13 @@ case "${1:-}" in
       tag=$(echo "${groups%%,*}" | tr -c 'a-z0-9_\n' '_')
       seconds=$([[ $groups == capacity_auto ]] && echo 60 || echo 150)
       set_status=0
-      for run in base head base2 head2; do
+      # AB_PEER_RUNS=2: the peers sets only once each way (base, head), for a tight device budget.
+      runs="base head base2 head2"
+      [[ $groups != capacity_auto && ${AB_PEER_RUNS:-4} == 2 ]] && runs="base head"
+      for run in $runs; do
         lib=$work/${run%2}/build-device/kernels/libsplitkv_c.so
-        SPLITKV_GIT_SHA=${SPLITKV_GIT_SHA:-ab-$run} PYTHONUNBUFFERED=1 timeout -s INT "$seconds" \
+        sha_variable=AB_${run%2}_SHA
+        SPLITKV_GIT_SHA=${!sha_variable:-ab-$run} PYTHONUNBUFFERED=1 timeout -s INT "$seconds" \
           python3 "$work/head/scripts/bench_peers.py" --lib "$lib" --heuristic-lib "$heuristics" \
           --out "$OUT/ab/${tag}_$run.csv" --groups "$groups" --flex-groups "" >"$OUT/ab/${tag}_$run.log" 2>&1
         rc=$?
@@ -87,8 +93,12 @@ case "${1:-}" in
       else
         python3 "$work/head/scripts/experiments/peers_summary.py" "$OUT"/ab/"${tag}"_*.csv
       fi
-      python3 "$work/head/scripts/experiments/capacity_auto_ab.py" \
-        "$OUT/ab/${tag}_base.csv,$OUT/ab/${tag}_base2.csv" "$OUT/ab/${tag}_head.csv,$OUT/ab/${tag}_head2.csv"
+      if [[ $runs == "base head" ]]; then
+        python3 "$work/head/scripts/experiments/capacity_auto_ab.py" "$OUT/ab/${tag}_base.csv" "$OUT/ab/${tag}_head.csv"
+      else
+        python3 "$work/head/scripts/experiments/capacity_auto_ab.py" \
+          "$OUT/ab/${tag}_base.csv,$OUT/ab/${tag}_base2.csv" "$OUT/ab/${tag}_head.csv,$OUT/ab/${tag}_head2.csv"
+      fi
     done
     tests=$work/head/build-device/tests/splitkv_gpu_tests
     filter=${AB_TEST_FILTER:-'*Auto*:*Graph*:*DevicePolicies*:*PerSequence*:*SanitizerSubset*:*EdgeLengths*'}

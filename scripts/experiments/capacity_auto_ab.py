@@ -3,7 +3,7 @@
 geomean over shapes of head time / base time, from `scripts/bench_peers.py --groups capacity_auto`
 CSVs of two builds run alternately in one call. Regret against the best fixed count (what
 capacity_auto_regret.py prints) moves when the fixed kernel itself changes; this says which side
-moved (kernels/NOTES.md, v22).
+moved.
 
   python3 scripts/experiments/capacity_auto_ab.py BASE.csv[,BASE2.csv] HEAD.csv[,HEAD2.csv]
 

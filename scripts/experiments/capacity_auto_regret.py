@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Issue #7's capacity-scenario figures from `scripts/bench_peers.py --groups capacity_auto` CSVs:
+"""The capacity scenario's figures from `scripts/bench_peers.py --groups capacity_auto` CSVs:
 per file and contender (`splitkv_auto`, `splitkv_heuristic`), the geomean and max regret against
 the fastest of ours on the same buffers (every fixed count timed, the heuristic's and FA2's
 choices), how many of the shapes are within 5%, and the median of the contender's time minus the
-heuristic's (µs). kernels/NOTES.md v15-v23 quote these. A last line scores the heuristic's split
+heuristic's (µs). A last line scores the heuristic's split
 count as the split search timed it (`table count in search`): the heuristic's own row is the first
 contender timed on a shape's fresh buffers, and before bench_peers.py warmed every graph up that row
-came out up to 13% slow where the same count in the search did not (kernels/NOTES.md, "Session 18").
+came out up to 13% slow where the same count in the search did not.
 
-  python3 scripts/experiments/capacity_auto_regret.py results/h200/experiments/v20/capacity_auto_*.csv"""
+  python3 scripts/experiments/capacity_auto_regret.py results/h200/capacity_auto.csv"""
 import collections
 import math
 import statistics

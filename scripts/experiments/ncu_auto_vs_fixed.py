@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue #7 probe (kernels/NOTES.md, v18): the same decode step at the host heuristic's split count
+"""A profiling probe: the same decode step at the host heuristic's split count
 (fixed-count grid kernel) and with num_splits = auto (persistent kernel), eager calls, for Nsight
 Compute to compare kernel by kernel. `scripts/device_run.sh profile` runs it under ncu (clocks left
 alone, sections and exports there); by hand, put `ncu --clock-control none ...` in front of

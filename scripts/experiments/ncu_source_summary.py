@@ -2,8 +2,8 @@
 """Summarise Nsight Compute's per-instruction view (`ncu --import R --page source --csv
 --print-source sass`, as `scripts/device_run.sh profile` writes it to logs.tgz:ncu/source.csv):
 per kernel, the warp samples and the main stall reasons, the same before the first executed
-LDGSTS (the first K/V copy), and the instructions holding the most samples. kernels/NOTES.md (v20)
-read the persistent auto kernel's exit path off this view.
+LDGSTS (the first K/V copy), and the instructions holding the most samples (where the persistent auto kernel's exit path was read
+off).
 
   python3 scripts/experiments/ncu_source_summary.py source.csv [--top 8]"""
 import argparse

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Issue #6's figures from one `scripts/bench_peers.py` CSV: ours at the heuristic's choice against
+"""The peers figures from one `scripts/bench_peers.py` CSV: ours at the heuristic's choice against
 SDPA cuDNN (geomean speedup over all shapes and over batch <= 16, the worst shape; and at batch <= 16
 with ours at the split search's best count) and against SDPA flash, where speedup = the peer's time
 / ours. The same sums as the report's peers section (scripts/plot_report.py), for an A/B on the
-device (scripts/experiments/env_matrix.sh, capacity_ab.sh).
+device (scripts/experiments/capacity_ab.sh).
 
   python3 scripts/experiments/peers_summary.py results/h200/peers.csv"""
 import collections
@@ -28,7 +28,7 @@ def summarise(path):
                 parts.append(f"{peer} {subset} {math.exp(sum(map(math.log, s)) / len(s)):.3f}x "
                              f"(n={len(s)}, worst {min(s):.3f})")
     # The same against ours at the split search's best count: what a perfect table would give, so
-    # the gap between the two is the table's share of a miss (kernels/NOTES.md, session 23).
+    # the gap between the two is the table's share of a miss.
     s = [v["sdpa_cudnn"] / v["splitkv_best"] for k, v in shapes.items()
          if "sdpa_cudnn" in v and "splitkv_best" in v and int(k[1]) <= 16]
     if s:

@@ -1,4 +1,4 @@
-// Regression tests for the fixes made while building the reliability suite (issue 8): each
+// Regression tests for the fixes made while building the reliability suite (RELIABILITY.md): each
 // one is a bad input or a fault that used to crash, hang, overflow or write where it must
 // not. The end-to-end versions live in tests/reliability/ (bad-input catalogue, kill -9 /
 // resume) and fuzz/ (the fuzz targets and their corpora).

@@ -1,4 +1,4 @@
-// The ragged and capacity-scenario evaluation (issue #7; heuristics/FIT.md, "Ragged batches"):
+// The ragged and capacity-scenario evaluation (heuristics/FIT.md, "Ragged batches"):
 // on every shape of a sweep of kernel `splitkv` at fixed split counts (sweeps/ragged.json),
 // the oracle is the best single host-side split count. Against it stand
 //   host policies, timed on splitkv's rows at the count they pick: ours with the batch's max
@@ -58,7 +58,7 @@ struct RaggedSummaryRow {
 };
 std::vector<RaggedSummaryRow> ragged_summary(const RaggedEvaluation& evaluation);
 
-// The two acceptance figures of issue #7.
+// The two headline figures: `auto` against the host's max-length choice and FA3's device rule.
 struct RaggedAcceptance {
   int capacity_shapes = 0;           // capacity-scenario shapes where splitkv_auto was measured
   double auto_within_5pct = 0;       // share of them with auto's time <= 1.05 x the best fixed count

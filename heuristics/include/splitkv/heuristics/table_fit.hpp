@@ -53,7 +53,7 @@ int scale_below_edge_and_cap(int cell_splits, int octaves_below, int max_splits,
 // (head_dims 64 and 128 -> 91; page sizes 16 and 64 -> 32). Values >= t join the upper class.
 int geometric_midpoint(int a, int b);
 
-// Resident CTAs per SM of our decode kernel (kernels/NOTES.md: 2 up to head_dim 128, 1 at 256).
+// Resident CTAs per SM of our decode kernel (kernels/DESIGN.md: 2 up to head_dim 128, 1 at 256).
 int resident_ctas_per_sm(int head_dim);
 
 // How far the wave guard looks above the table's count: at most this many times as many splits,
