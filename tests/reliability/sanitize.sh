@@ -7,7 +7,8 @@
 #   tests/reliability/sanitize.sh
 #
 # Environment: SPLITKV_SANITIZE_BUILD_DIR (default build-asan), SPLITKV_JOBS (default: all
-# cores), SPLITKV_SANITIZE_GENERATOR (default Ninja when found). The build folder is kept, so a second run only rebuilds what changed.
+# cores), SPLITKV_SANITIZE_GENERATOR (default Ninja when found). The build folder is kept, so a
+# second run only rebuilds what changed.
 #
 # -g1: line tables, what the sanitizers' stack traces print (file:line per frame); full debug
 # info cost a quarter of this build's time on a 2-core host (cli/src/main.cpp 36 s against 27.5).
