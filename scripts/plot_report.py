@@ -144,35 +144,69 @@ def head_configs(rows):
                   key=lambda h: (h[0] // h[1], h[0]))
 
 
+UNMEASURED_GREY = "#d9d9d9"
+TICK_FONT = 6        # points, both axes' tick labels
+CELL_FONT = 5        # points, a cell's number at most
+MIN_CELL_FONT = 4    # points: a number that would need a smaller font is left out (its colour says it)
+
+
+def thinned_ticks(batches, rows_per_label):
+    """Indices of the batches to label, at least rows_per_label rows apart: powers of two first (the
+    grids' anchors), then the rest bottom up, wherever they still fit."""
+    order = sorted(range(len(batches)), key=lambda i: (batches[i] & (batches[i] - 1) != 0, i))
+    chosen = []
+    for i in order:
+        if all(abs(i - j) >= rows_per_label for j in chosen):
+            chosen.append(i)
+    return sorted(chosen)
+
+
+def annotate_cells(ax, data, batches, contexts, colormap, norm, cell_text, annotate, cell_w, cell_h):
+    """Numbers in the cells that have room for them. A cell whose neighbour above or below is not
+    measured lends the number that row's height too; the number's font shrinks to the room, and a
+    number that would need less than MIN_CELL_FONT is left out, so that no two overlap."""
+    measured = {(y, x) for y, b in enumerate(batches) for x, c in enumerate(contexts) if (b, c) in data}
+    for y, b in enumerate(batches):
+        for x, c in enumerate(contexts):
+            v = data.get((b, c))
+            if v is None or not annotate(v):
+                continue
+            text = cell_text(v)
+            up = cell_h / 2 + (0 if (y + 1, x) in measured or y + 1 == len(batches) else cell_h)
+            down = cell_h / 2 + (0 if (y - 1, x) in measured or y == 0 else cell_h)
+            size = min(CELL_FONT, 0.85 * 2 * min(up, down), 0.9 * cell_w / (0.6 * len(text)))
+            if size < MIN_CELL_FONT:
+                continue
+            r, g, bl, _ = colormap(norm(v))
+            ink = "white" if 0.299 * r + 0.587 * g + 0.114 * bl < 0.5 else "black"
+            ax.text(x, y, text, ha="center", va="center", fontsize=size, color=ink)
+
+
 def heatmap_grid(plt, path, title, rows_spec, cols_spec, cells, value_label, cmap, norm, cell_text, colorbar=None,
                  annotate=lambda v: True):
     """cells[(row_key, col_key)] = {(batch, context): value}; one panel per row and column. Grey: not measured."""
     import matplotlib
+    from matplotlib.patches import Patch
     batches = sorted({b for d in cells.values() for b, _ in d})
     contexts = sorted({c for d in cells.values() for _, c in d})
     colormap = matplotlib.colormaps[cmap]
+    # Panels grow with the batches (every panel has all of them: sharey) until a row can hold a
+    # number in MIN_CELL_FONT + 1.5 points; below that, dense grids would show colour alone.
+    panel_height = max(2.3, len(batches) * (MIN_CELL_FONT + 1.5) / 72)
     fig, axes = plt.subplots(len(rows_spec), len(cols_spec), squeeze=False, sharex=True, sharey=True,
-                             figsize=(2.7 * len(cols_spec) + 1.4, 2.3 * len(rows_spec) + 0.9), layout="constrained")
+                             figsize=(2.7 * len(cols_spec) + 1.4, panel_height * len(rows_spec) + 0.9),
+                             layout="constrained")
     image = None
     for i, (rkey, rlabel) in enumerate(rows_spec):
         for j, (ckey, clabel) in enumerate(cols_spec):
             ax = axes[i][j]
-            ax.set_facecolor("#d9d9d9")
+            ax.set_facecolor(UNMEASURED_GREY)
             data = cells.get((rkey, ckey), {})
             grid = [[data.get((b, c), float("nan")) for c in contexts] for b in batches]
             image = ax.imshow(grid, origin="lower", aspect="auto", cmap=colormap, norm=norm, interpolation="nearest")
-            for y, b in enumerate(batches):
-                for x, c in enumerate(contexts):
-                    v = data.get((b, c))
-                    if v is None or not annotate(v):
-                        continue
-                    r, g, bl, _ = colormap(norm(v))
-                    ink = "white" if 0.299 * r + 0.587 * g + 0.114 * bl < 0.5 else "black"
-                    ax.text(x, y, cell_text(v), ha="center", va="center", fontsize=5, color=ink)
             ax.set_xticks(range(len(contexts)))
-            ax.set_xticklabels([tokens_label(c) for c in contexts], rotation=90, fontsize=6)
-            ax.set_yticks(range(len(batches)))
-            ax.set_yticklabels([str(b) for b in batches], fontsize=6)
+            ax.set_xticklabels([tokens_label(c) for c in contexts], rotation=90, fontsize=TICK_FONT)
+            ax.tick_params(axis="y", labelsize=TICK_FONT)
             if i == 0:
                 ax.set_title(clabel, fontsize=8)
             if j == 0:
@@ -183,7 +217,24 @@ def heatmap_grid(plt, path, title, rows_spec, cols_spec, cells, value_label, cma
     bar.set_label(value_label, fontsize=8)
     if colorbar:
         colorbar(bar)
+    bar.ax.legend(handles=[Patch(facecolor=UNMEASURED_GREY, edgecolor="0.5", label="not measured")],
+                  loc="upper left", bbox_to_anchor=(-0.2, -0.04), fontsize=7, frameon=False, handlelength=1.2)
     fig.suptitle(title, fontsize=10)
+
+    # The cells' size is known once the layout is: then the batch ticks are thinned to one label per
+    # TICK_FONT + 1 points (the batches are many where a grid is dense, and sharey gives every
+    # panel all of them), and the numbers go where they fit.
+    fig.draw_without_rendering()
+    box = axes[0][0].get_window_extent()
+    points = 72.0 / fig.dpi
+    cell_w = box.width * points / max(1, len(contexts))
+    cell_h = box.height * points / max(1, len(batches))
+    labelled = thinned_ticks(batches, math.ceil((TICK_FONT + 1) / cell_h))
+    axes[0][0].set_yticks(labelled, [str(batches[k]) for k in labelled])
+    for i, (rkey, _) in enumerate(rows_spec):
+        for j, (ckey, _) in enumerate(cols_spec):
+            annotate_cells(axes[i][j], cells.get((rkey, ckey), {}), batches, contexts, colormap, norm, cell_text,
+                           annotate, cell_w, cell_h)
     fig.savefig(path, dpi=130)
     plt.close(fig)
 

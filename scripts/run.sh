@@ -4,22 +4,56 @@
 #
 #   scripts/run.sh
 #
-# On a fresh machine it installs the dependencies and builds first (scripts/test.sh's set-up).
-# With a usable GPU it sweeps SPLITKV_GRID (default sweeps/quick.json, ~15 s on an H200; use
-# sweeps/full.json, ~5 min, for a table worth committing) into results/<gpu>/<grid>.csv, resuming
-# a previous run there (the committed H200 quick.csv is complete: delete it to re-time on an H200),
-# and fits that; without one it fits the committed results/h200/full.csv.
+# It installs missing dependencies (scripts/install_deps.sh, as scripts/test.sh does) and builds
+# only the `splitkv` CLI, all the fit and the reports run. With a usable GPU (nvidia-smi lists one)
+# that CLI is built with the kernels in $SPLITKV_BUILD_DIR (default build), and it sweeps
+# SPLITKV_GRID (default sweeps/quick.json, ~15 s on an H200; use sweeps/full.json, ~5 min, for a
+# table worth committing) into results/<gpu>/<grid>.csv, resuming a previous run there (the
+# committed H200 quick.csv is complete: delete it to re-time on an H200), and fits that. Without
+# one, or with SPLITKV_NO_SWEEP=1, CUDA would only cost build minutes: the CLI is configured with
+# -DSPLITKV_ENABLE_CUDA=OFF in its own folder ($SPLITKV_BUILD_DIR, default build-cpu) and fits the
+# committed results/h200/full.csv.
 # Outputs: from full.csv, heuristics/generated/num_splits_<gpu>.hpp and results/<gpu>/report/; from
 # any other grid (a smoke test, not a table to commit) the same two under $SPLITKV_BUILD_DIR/run/,
 # so that a quick fit never overwrites the committed header or reports.
-# Environment: SPLITKV_BUILD_DIR (default build), SPLITKV_GRID, SPLITKV_NO_SWEEP=1 to fit the
-# committed results even when a GPU is present.
+# Environment: SPLITKV_BUILD_DIR, SPLITKV_GRID, SPLITKV_NO_SWEEP=1 (fit the committed results even
+# when a GPU is present), and scripts/test.sh's SPLITKV_CMAKE_ARGS, SPLITKV_JOBS, SPLITKV_SKIP_DEPS.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-build_dir=${SPLITKV_BUILD_DIR:-build}
 say() { echo "run.sh: $*"; }
+jobs=${SPLITKV_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
-SPLITKV_BUILD_ONLY=1 scripts/test.sh
+if [ "${SPLITKV_SKIP_DEPS:-0}" != 1 ]; then
+  scripts/install_deps.sh || say "warning: install_deps.sh failed; trying to build anyway"
+fi
+
+cmake_args="${SPLITKV_CMAKE_ARGS:-}"
+if [ "${SPLITKV_NO_SWEEP:-0}" != 1 ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  build_dir=${SPLITKV_BUILD_DIR:-build}
+  # The toolkit's usual home is not always on PATH (non-login shells, the GPU machine).
+  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+else
+  build_dir=${SPLITKV_BUILD_DIR:-build-cpu}
+  cmake_args="-DSPLITKV_ENABLE_CUDA=OFF -DSPLITKV_BUILD_TESTS=OFF${cmake_args:+ $cmake_args}"
+fi
+
+# Configured the way scripts/test.sh configures (its record of the arguments in
+# .splitkv_cmake_args included), so that either script can reuse the other's build folder and a
+# cached value never outlives the arguments that set it.
+read -r -a extra_args <<<"$cmake_args"
+if [ -f "$build_dir/CMakeCache.txt" ] && [ "$(cat "$build_dir/.splitkv_cmake_args" 2>/dev/null || true)" != "$cmake_args" ]; then
+  say "configure arguments changed; clearing the cached configure in $build_dir"
+  rm -rf "$build_dir/CMakeCache.txt" "$build_dir/CMakeFiles"
+fi
+generator_args=()
+if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then generator_args=(-G Ninja); fi
+say "cmake -S . -B $build_dir ${generator_args[*]} $cmake_args"
+cmake -S . -B "$build_dir" "${generator_args[@]}" "${extra_args[@]}" >/dev/null
+printf '%s' "$cmake_args" >"$build_dir/.splitkv_cmake_args"
+say "building the splitkv CLI with $jobs jobs"
+cmake --build "$build_dir" --target splitkv --parallel "$jobs"
 splitkv="$build_dir/cli/splitkv"
 
 gpu=h200

@@ -1,5 +1,6 @@
 #include "compare_command.hpp"
 
+#include "option_checks.hpp"
 #include "output_paths.hpp"
 
 #include <exception>
@@ -30,13 +31,14 @@ CLI::App* add_compare_command(CLI::App& app, CompareCommandOptions& options) {
   compare->add_option("--train", options.request.train_csv,
                       "Fit `ours` on this results CSV (same GPU) instead of the compared one");
   compare->add_option("--kernel", options.request.kernel, "Kernel whose rows to use when the CSV holds several.");
-  compare->add_option("--num-sms", options.request.num_sms, "SM count, for CSVs without a sidecar naming it.");
+  compare->add_option("--num-sms", options.request.num_sms, "SM count, for CSVs without a sidecar naming it.")
+      ->check(positive_count());
   return compare;
 }
 
 int run_compare_command(const CompareCommandOptions& options, std::ostream& out, std::ostream& err) {
-  if (!output_folder_exists(options.out_path, "compare", "--out", err) ||
-      !output_folder_exists(options.capacity_out_path, "compare", "--capacity-out", err))
+  if (!output_path_usable(options.out_path, "compare", "--out", err) ||
+      !output_path_usable(options.capacity_out_path, "compare", "--capacity-out", err))
     return 2;
   using namespace splitkv::heuristics;
   CompareRequest request = options.request;
@@ -50,8 +52,7 @@ int run_compare_command(const CompareCommandOptions& options, std::ostream& out,
     check_compare_outputs(request, options.out_path, options.capacity_out_path);
     const CompareProducts products = run_compare(request);
     const auto files = compare_files(products, options.out_path, options.capacity_out_path);
-    for (const auto& [path, bytes] : files) write_file_atomically(path, bytes);
-    for (const auto& [path, bytes] : files) out << fmt::format("wrote     {}\n", path);
+    print_written(tuner::write_files_atomically(files), out);
     out << compare_console_summary(products);
     return 0;
   } catch (const InputError& error) {

@@ -1,6 +1,8 @@
 #include "evaluate_command.hpp"
 
+#include "option_checks.hpp"
 #include "output_paths.hpp"
+#include "progress_printer.hpp"
 
 #include <map>
 #include <ostream>
@@ -37,7 +39,8 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
                        "shape and policy) and <stem>.md go next to it")
       ->required();
   evaluate->add_option("--kernel", options.kernel, "Kernel whose rows to use when the CSV holds several.");
-  evaluate->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.");
+  evaluate->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.")
+      ->check(positive_count());
   evaluate->add_flag("--no-cross-validation", options.no_cross_validation,
                      "Skip the leave-one-context-length-out, leave-one-batch-out and leave-one-CTA-count-out refits.");
   evaluate->add_option("--table", options.table,
@@ -53,7 +56,7 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
 
 int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& out, std::ostream& err) {
   using namespace splitkv::heuristics;
-  if (!output_folder_exists(options.out_path, "evaluate", "--out", err)) return 2;
+  if (!output_path_usable(options.out_path, "evaluate", "--out", err)) return 2;
   FitRequest request;
   request.results_csv = options.results_csvs.front();
   request.more_results_csvs.assign(options.results_csvs.begin() + 1, options.results_csvs.end());
@@ -66,6 +69,7 @@ int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& ou
   FitProducts products;
   try {
     if (!options.table.empty()) request.table = load_given_table(options.table);
+    const ProgressPrinter progress(err, "evaluate");
     products = run_fit(request);
   } catch (const InputError& error) {
     err << "splitkv evaluate: " << error.what() << "\n";
@@ -73,12 +77,11 @@ int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& ou
   }
   const std::map<std::string, std::string> files = report_files(products, options.out_path, false);
   try {
-    for (const auto& [path, bytes] : files) write_file_atomically(path, bytes);
+    print_written(tuner::write_files_atomically(files), out);
   } catch (const OutputError& error) {
     err << "splitkv evaluate: " << error.what() << "\n";
     return kExitWriteFailed;
   }
-  for (const auto& [path, bytes] : files) out << fmt::format("wrote     {}\n", path);
   out << console_summary(products);
   return 0;
 }

@@ -1,6 +1,8 @@
 #include "fit_command.hpp"
 
+#include "option_checks.hpp"
 #include "output_paths.hpp"
+#include "progress_printer.hpp"
 
 #include <filesystem>
 #include <map>
@@ -93,12 +95,15 @@ CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
   fit->add_option("--kernel", options.kernel,
                   "Kernel whose rows to fit when the CSV holds several. Default: the only one, or splitkv.");
   fit->add_option("--num-sms", options.num_sms,
-                  "SM count of the GPU, for CSVs without a sidecar naming it (also overrides the sidecar).");
+                  "SM count of the GPU, for CSVs without a sidecar naming it (also overrides the sidecar).")
+      ->check(positive_count());
   return fit;
 }
 
 int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::ostream& err) {
-  if (!options.check && !output_folder_exists(options.out_path, "fit", "--out", err)) return 2;
+  if (!output_not_special(options.out_path, "fit", "--out", err) ||
+      (!options.check && !output_folder_exists(options.out_path, "fit", "--out", err)))
+    return 2;
   FitRequest request;
   request.results_csv = options.results_csvs.front();
   request.more_results_csvs.assign(options.results_csvs.begin() + 1, options.results_csvs.end());
@@ -110,6 +115,7 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
 
   FitProducts products;
   try {
+    const ProgressPrinter progress(err, "fit");
     products = run_fit(request);
   } catch (const InputError& error) {
     err << "splitkv fit: " << error.what() << "\n";
@@ -157,6 +163,7 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
     const std::string regret_csv = (std::filesystem::path(options.report_dir) / "regret.csv").string();
     for (auto& [path, bytes] : report_files(products, regret_csv, true)) files[path] = std::move(bytes);
   }
+  std::map<std::string, tuner::WriteResult> written;
   try {
     // The report folder is an output of its own, so it is created; the header's folder must exist.
     if (!options.report_dir.empty()) {
@@ -164,21 +171,26 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
       std::filesystem::create_directories(options.report_dir, error);
       if (error) throw OutputError(options.report_dir + ": cannot create the report folder: " + error.message());
     }
-    for (const auto& [path, bytes] : files) write_file_atomically(path, bytes);
+    written = tuner::write_files_atomically(files);
   } catch (const OutputError& error) {
     err << "splitkv fit: " << error.what() << "\n";
     return kExitDifferent;
   }
 
   print_fit(products, out);
-  out << fmt::format("header    {} ({} bytes, sha256 {})\n", products.header_path, products.header_text.size(),
-                     tuner::sha256_hex(products.header_text));
+  // An unchanged header keeps its mtime, so the targets including it are not rebuilt; say why.
+  const bool header_unchanged = written[products.header_path] == tuner::WriteResult::unchanged;
+  out << fmt::format("header    {} ({} bytes, sha256 {}){}\n", products.header_path, products.header_text.size(),
+                     tuner::sha256_hex(products.header_text),
+                     header_unchanged ? ": unchanged, it already held these bytes, not rewritten" : "");
   out << fmt::format("          namespace splitkv::generated::{}: determine_num_splits(ShapeInfo), "
                      "determine_num_splits_capacity_only(...), num_splits_heuristic_fa(...)\n",
                      products.short_name);
   if (!options.report_dir.empty()) {
     for (const auto& [path, bytes] : files) {
-      if (path != products.header_path) out << fmt::format("report    {}\n", path);
+      if (path == products.header_path) continue;
+      const bool unchanged = written[path] == tuner::WriteResult::unchanged;
+      out << fmt::format("report    {}{}\n", path, unchanged ? " (unchanged)" : "");
     }
   }
   out << console_summary(products);

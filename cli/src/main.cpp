@@ -1,11 +1,13 @@
 // splitkv: measure split-KV decode attention on a GPU and turn the measurements into a
 // num_splits heuristic. This file only wires flags to commands.
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "compare_command.hpp"
 #include "devices_command.hpp"
+#include "escaping_streambuf.hpp"
 #include "evaluate_command.hpp"
 #include "fit_command.hpp"
 #include "merge_command.hpp"
@@ -42,6 +44,11 @@ int main(int argc, char** argv) {
   sweep->add_flag("--dry-run", sweep_options.dry_run,
                   "Expand, prune and shard the grid and print what would run (point counts, "
                   "pruning by reason, bytes, rough time, first and last point); time nothing.");
+  sweep->add_option("--plan-csv", sweep_options.plan_csv_path,
+                    "With --dry-run: also write the planned points of the shard to this CSV, one line "
+                    "per (shape, num_splits) with the results CSV's key columns, byte counts and the "
+                    "batch's real lengths, for drivers that time a kernel outside this binary "
+                    "(scripts/fa3_sweep.py).");
   sweep->add_option("--shard", sweep_options.shard,
                     "Run only shard i of N (i/N, 0 <= i < N): shapes are dealt round-robin, all "
                     "split counts of a shape in the same shard. Default 0/1 (everything).");
@@ -76,6 +83,11 @@ int main(int argc, char** argv) {
   splitkv::cli::RaggedCommandOptions ragged_options;
   CLI::App* ragged = splitkv::cli::add_ragged_command(app, ragged_options);
 
+  splitkv::cli::EscapingStreambuf out_buffer(std::cout.rdbuf());
+  splitkv::cli::EscapingStreambuf err_buffer(std::cerr.rdbuf());
+  std::ostream out(&out_buffer);
+  std::ostream err(&err_buffer);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& error) {
@@ -85,16 +97,32 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& error) {
     return app.exit(error);
   } catch (const CLI::ParseError& error) {
-    std::cerr << "splitkv: " << error.what() << " (see splitkv --help)\n";
+    std::string commands;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+      commands += (commands.empty() ? "" : ", ") + command->get_name();
+    }
+    // A word where the subcommand goes is left over, not parsed: CLI11 then only misses a subcommand.
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    const std::vector<std::string> left_over = app.remaining();
+    if (parsed.empty() && !left_over.empty()) {
+      const bool option = left_over.front().rfind('-', 0) == 0;
+      err << "splitkv: unknown " << (option ? "option" : "subcommand") << " \"" << left_over.front()
+          << "\"; the subcommands are " << commands << " (see splitkv --help)\n";
+      return 2;
+    }
+    const std::string help = parsed.empty() ? "splitkv --help" : "splitkv " + parsed.front()->get_name() + " --help";
+    err << "splitkv: " << error.what();
+    if (parsed.empty() && left_over.empty()) err << "; one of " << commands;
+    err << " (see " << help << ")\n";
     return 2;
   }
 
-  if (sweep->parsed()) return splitkv::cli::run_sweep_command(sweep_options, std::cout, std::cerr);
-  if (devices->parsed()) return splitkv::cli::run_devices_command(std::cout, std::cerr);
-  if (fit->parsed()) return splitkv::cli::run_fit_command(fit_options, std::cout, std::cerr);
-  if (merge->parsed()) return splitkv::cli::run_merge_command(merge_options, std::cout, std::cerr);
-  if (evaluate->parsed()) return splitkv::cli::run_evaluate_command(evaluate_options, std::cout, std::cerr);
-  if (compare->parsed()) return splitkv::cli::run_compare_command(compare_options, std::cout, std::cerr);
-  if (ragged->parsed()) return splitkv::cli::run_ragged_command(ragged_options, std::cout, std::cerr);
+  if (sweep->parsed()) return splitkv::cli::run_sweep_command(sweep_options, out, err);
+  if (devices->parsed()) return splitkv::cli::run_devices_command(out, err);
+  if (fit->parsed()) return splitkv::cli::run_fit_command(fit_options, out, err);
+  if (merge->parsed()) return splitkv::cli::run_merge_command(merge_options, out, err);
+  if (evaluate->parsed()) return splitkv::cli::run_evaluate_command(evaluate_options, out, err);
+  if (compare->parsed()) return splitkv::cli::run_compare_command(compare_options, out, err);
+  if (ragged->parsed()) return splitkv::cli::run_ragged_command(ragged_options, out, err);
   return 2;
 }

@@ -27,7 +27,9 @@ CLI::App* add_merge_command(CLI::App& app, MergeCommandOptions& options) {
 }
 
 int run_merge_command(const MergeCommandOptions& options, std::ostream& out, std::ostream& err) {
-  if (!output_folder_exists(options.out_path, "merge", "--out", err)) return 2;
+  if (!output_path_usable(options.out_path, "merge", "--out", err) ||
+      !output_not_special(tuner::sidecar_path_for(options.out_path), "merge", "--out's sidecar", err))
+    return 2;
   if (std::filesystem::exists(options.out_path)) {
     err << "splitkv merge: --out " << options.out_path << " exists; merge into a new file\n";
     return 2;

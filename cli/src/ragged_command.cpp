@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "splitkv/heuristics/atomic_file.hpp"
 #include "splitkv/heuristics/ragged_report.hpp"
@@ -16,7 +17,7 @@ namespace splitkv::cli {
 CLI::App* add_ragged_command(CLI::App& app, RaggedCommandOptions& options) {
   CLI::App* command = app.add_subcommand(
       "evaluate-ragged",
-      "Ragged batches and the capacity scenario (issue #7): per shape, the best fixed split count of kernel "
+      "Ragged batches and the capacity scenario: per shape, the best fixed split count of kernel "
       "splitkv (the oracle) against ours on the host (table at the max length, capacity-only), FA2 on the "
       "capacity, and the measured device-side policies splitkv_auto, fa3_dynamic, flashinfer_plan. Exit codes: 0 "
       "done, 1 an output could not be written, 2 invalid input.");
@@ -29,13 +30,14 @@ CLI::App* add_ragged_command(CLI::App& app, RaggedCommandOptions& options) {
   command->add_option("--out", options.out_path,
                       "Per-shape CSV to write, e.g. results/h200/report/ragged.csv; <stem>.md goes next to it")
       ->required();
-  command->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.");
+  command->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.")
+      ->check(positive_count());
   return command;
 }
 
 int run_ragged_command(const RaggedCommandOptions& options, std::ostream& out, std::ostream& err) {
   using namespace splitkv::heuristics;
-  if (!output_folder_exists(options.out_path, "evaluate-ragged", "--out", err)) return 2;
+  if (!output_path_usable(options.out_path, "evaluate-ragged", "--out", err)) return 2;
   std::string markdown_path = std::filesystem::path(options.out_path).replace_extension(".md").string();
   if (markdown_path == options.out_path) markdown_path += ".md";
   std::map<std::string, std::string> files;
@@ -77,12 +79,11 @@ int run_ragged_command(const RaggedCommandOptions& options, std::ostream& out, s
     return 2;
   }
   try {
-    for (const auto& [path, bytes] : files) write_file_atomically(path, bytes);
+    print_written(tuner::write_files_atomically(files), out);
   } catch (const OutputError& error) {
     err << "splitkv evaluate-ragged: " << error.what() << "\n";
     return 1;
   }
-  for (const auto& [path, bytes] : files) out << fmt::format("wrote     {}\n", path);
   out << summary;
   return 0;
 }

@@ -1,4 +1,4 @@
-// `splitkv evaluate-ragged`: the ragged and capacity-scenario evaluation of issue #7
+// `splitkv evaluate-ragged`: the ragged and capacity-scenario evaluation
 // (heuristics/ragged_report.hpp; heuristics/FIT.md, "Ragged batches").
 #pragma once
 

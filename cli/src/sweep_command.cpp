@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "output_paths.hpp"
 #include "splitkv/heuristics/device_policy_kernels.hpp"
+#include "splitkv/tuner/atomic_file.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/grid_spec.hpp"
 #include "splitkv/tuner/plan_report.hpp"
@@ -95,8 +97,12 @@ ResultsCsv check_output(const std::string& out_path, bool resume, const std::str
     throw InputError(fmt::format("--out {}: is a folder; give a CSV file path", out_path));
   }
   // Reading a FIFO or a device would block or never end.
-  if (fs::exists(path, error) && !fs::is_regular_file(path, error)) {
-    throw InputError(fmt::format("--out {}: is not a regular file", out_path));
+  if (const std::string kind = non_regular_file_kind(out_path); !kind.empty()) {
+    throw InputError(fmt::format("--out {}: exists and is {}, not a regular file", out_path, kind));
+  }
+  if (const std::string sidecar_kind = non_regular_file_kind(sidecar_path_for(out_path)); !sidecar_kind.empty()) {
+    throw InputError(fmt::format("--out {}: its sidecar {} exists and is {}, not a regular file", out_path,
+                                 sidecar_path_for(out_path), sidecar_kind));
   }
   if (same_file(out_path, grid_path)) {
     throw InputError(fmt::format("--out {}: is the grid file; give a CSV path", out_path));
@@ -184,6 +190,13 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
     throw InputError("--out is required unless --dry-run is given");
   }
   if (options.device < 0) throw InputError(fmt::format("--device {}: must be >= 0", options.device));
+  if (!options.plan_csv_path.empty()) {
+    if (!options.dry_run) throw InputError("--plan-csv writes the plan of a --dry-run; add --dry-run");
+    if (same_file(options.plan_csv_path, options.grid_path)) {
+      throw InputError(fmt::format("--plan-csv {}: is the grid file; give a CSV path", options.plan_csv_path));
+    }
+    if (!output_path_usable(options.plan_csv_path, "sweep", "--plan-csv", err)) return kExitBadInput;
+  }
 
   std::optional<ResultsCsv> existing;
   if (!options.out_path.empty()) {
@@ -203,6 +216,10 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
     report.kernels = kernels;
     report.search = *search;
     out << format_plan_report(report);
+    if (!options.plan_csv_path.empty()) {
+      write_file_atomically(options.plan_csv_path, format_plan_csv(selected));
+      out << fmt::format("plan csv  {} lines written to {}\n", selected.point_count(), options.plan_csv_path);
+    }
     if (existing && has_measured_data(*existing)) {
       out << resume_report(options.out_path, *existing, selected, kernels);
     }

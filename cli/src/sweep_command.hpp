@@ -12,6 +12,7 @@ struct SweepCommandOptions {
   std::string out_path;
   bool resume = false;
   bool dry_run = false;
+  std::string plan_csv_path;  // with dry_run: where the planned points go as CSV
   std::string shard = "0/1";
   int device = 0;
   std::string search = "exhaustive";

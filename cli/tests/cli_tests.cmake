@@ -48,6 +48,19 @@ splitkv_cli_test(dry_run_resume_report 0 "holds 2 rows; 2 of the .* planned rows
   sweep --grid sweeps/quick.json --out ${SPLITKV_CLI_FIXTURES}/two_rows.csv --dry-run --resume)
 splitkv_cli_test(out_required 2 "--out is required unless --dry-run"
   sweep --grid sweeps/quick.json)
+# --plan-csv: the points a driver outside this binary times (scripts/fa3_sweep.py); the line
+# count is the shard's planned points, and tests/test_fa3_sweep.py checks the contents.
+splitkv_cli_test(dry_run_plan_csv 0 "483 planned in 69 shapes.*plan csv +483 lines written to .*quick_plan\\.csv"
+  sweep --grid sweeps/quick.json --dry-run --plan-csv ${SPLITKV_CLI_SCRATCH}/quick_plan.csv)
+splitkv_cli_test(dry_run_plan_csv_shard 0 "shard +1/3: 151 points.*plan csv +151 lines written"
+  sweep --grid sweeps/quick.json --dry-run --shard 1/3 --plan-csv ${SPLITKV_CLI_SCRATCH}/quick_plan_1of3.csv)
+splitkv_cli_test(plan_csv_needs_dry_run 2 "--plan-csv writes the plan of a --dry-run; add --dry-run"
+  sweep --grid sweeps/quick.json --out ${SPLITKV_CLI_SCRATCH}/plan_needs_dry_run.csv
+        --plan-csv ${SPLITKV_CLI_SCRATCH}/plan_needs_dry_run_plan.csv)
+splitkv_cli_test(plan_csv_folder_missing 2 "--plan-csv .*no_such_folder/plan\\.csv: folder .*no_such_folder does not exist"
+  sweep --grid sweeps/quick.json --dry-run --plan-csv ${SPLITKV_CLI_SCRATCH}/no_such_folder/plan.csv)
+splitkv_cli_test(plan_csv_not_the_grid 2 "--plan-csv sweeps/quick\\.json: is the grid file"
+  sweep --grid sweeps/quick.json --dry-run --plan-csv sweeps/quick.json)
 
 if(NOT SPLITKV_TUNER_HAS_GPU)
   splitkv_cli_test(sweep_without_cuda 1 "this build has no CUDA support"

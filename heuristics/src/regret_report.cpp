@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "splitkv/tuner/progress.hpp"
 #include "splitkv/tuner/sweep_point.hpp"
 
 namespace splitkv::heuristics {
@@ -104,17 +105,22 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
       }
     }
   };
+  const std::string task = fmt::format("cross-validation, leave one {} out", scheme.name);
+  tuner::report_progress(task, "fold", 0, fold_list.size());
   std::atomic<std::size_t> next_fold{0};
+  std::size_t folds_done = 0;  // under `mutex`, so that the counts reach the sink in order
   std::exception_ptr first_error;
-  std::mutex error_mutex;
+  std::mutex mutex;
   auto worker = [&] {
     for (std::size_t f; (f = next_fold.fetch_add(1)) < fold_list.size();) {
       try {
         run_fold(f);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
+        std::lock_guard<std::mutex> lock(mutex);
         if (!first_error) first_error = std::current_exception();
       }
+      std::lock_guard<std::mutex> lock(mutex);
+      tuner::report_progress(task, "fold", ++folds_done, fold_list.size());
     }
   };
   const std::size_t threads =

@@ -3,8 +3,9 @@
 
     python3 heuristics/tests/lookup_cost_tests.py
 
-Each case writes a fake Google Benchmark binary that prints fixed per-repetition times, and an
-optional reference CSV + sidecar, then expects the gate to pass or fail with a given reason.
+Each case writes a fake Google Benchmark binary that prints fixed per-repetition times (the same in
+every round of the gate, or given round by round), and an optional reference CSV + sidecar, then
+expects the gate to pass or fail with a given reason.
 """
 import csv
 import hashlib
@@ -22,12 +23,19 @@ OURS = "BM_runtime_dispatch_compiled_in_h200"
 
 
 def fake_bench(folder, times):
-    """A stand-in bench: 10 repetitions per benchmark, the i-th at times[name] + i (min = times[name])."""
-    rows = [{"run_name": name, "run_type": "iteration", "time_unit": "ns", "cpu_time": t + i}
-            for name, t in times.items() for i in range(10)]
+    """A stand-in bench: 10 repetitions per benchmark, the i-th at times[name] + i (min = times[name]).
+    `times` is one dict for every run, or a list of dicts, one per run (a round of the gate), in turn."""
+    runs = times if isinstance(times, list) else [times]
+    rows = [[{"run_name": name, "run_type": "iteration", "time_unit": "ns", "cpu_time": t + i}
+             for name, t in run.items() for i in range(10)] for run in runs]
     path = os.path.join(folder, "bench")
+    counter = os.path.join(folder, "runs")
     with open(path, "w") as f:
-        f.write("#!/usr/bin/env python3\nimport json\nprint(json.dumps({'benchmarks': %r}))\n" % rows)
+        f.write("#!/usr/bin/env python3\nimport json, os\n"
+                f"rows, counter = {rows!r}, {counter!r}\n"
+                "n = int(open(counter).read()) if os.path.exists(counter) else 0\n"
+                "open(counter, 'w').write(str(n + 1))\n"
+                "print(json.dumps({'benchmarks': rows[n % len(rows)]}))\n")
     os.chmod(path, 0o755)
     return path
 
@@ -77,6 +85,16 @@ def main():
          f"reference (test cpu): {OURS} costs 20.00 ns >= 20.0 ns"),
         ("reference of another header", {FA: 12.0, OURS: 15.0}, {FA: 12.0, OURS: 15.0}, "0" * 64,
          "measured another header"),
+        # Rounds: each benchmark's cost is its minimum over every round, so a slow round moves nothing.
+        ("one slow round of ours", [{FA: 10.0, OURS: 20.0}, {FA: 10.0, OURS: 20.0}, {FA: 10.0, OURS: 35.0},
+                                    {FA: 10.0, OURS: 20.0}, {FA: 10.0, OURS: 20.0}], None, None, None),
+        ("a host that runs both slower in some rounds", [{FA: 10.0, OURS: 22.0}, {FA: 14.0, OURS: 30.8},
+                                                          {FA: 11.0, OURS: 24.2}, {FA: 12.0, OURS: 26.4},
+                                                          {FA: 10.0, OURS: 22.0}], {FA: 10.0, OURS: 12.0}, None, None),
+        ("a lookup over the bound in every round", [{FA: 10.0, OURS: 26.0}, {FA: 12.0, OURS: 31.2},
+                                                     {FA: 10.0, OURS: 26.5}, {FA: 10.0, OURS: 26.0},
+                                                     {FA: 11.0, OURS: 28.6}], None, None,
+         f"this host: {OURS} costs 26.00 ns >= 25.00 ns"),
     ]
     results = [run_case(*case) for case in cases]
     sys.exit(0 if all(results) else 1)

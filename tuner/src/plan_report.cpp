@@ -50,6 +50,35 @@ PlanEstimate estimate_plan(const GridSpec& grid, const SweepPlan& plan, int kern
   return estimate;
 }
 
+std::string format_plan_csv(const SweepPlan& plan) {
+  // No field can hold a comma or a quote (keys and lengths are spaces and digits, distribution
+  // names are [A-Za-z0-9_.-]), so nothing is quoted.
+  std::string out =
+      "shape_index,key,layout,page_size,dtype,batch,num_heads,num_kv_heads,head_dim,context_len,"
+      "cache_capacity,length_distribution,num_splits,kv_bytes,working_set_bytes,footprint_bytes,lengths\n";
+  for (const SweepShape& shape : plan.shapes) {
+    // A batch of 256 equal lengths is one token, not 256: a grid of fixed lengths stays small.
+    std::string lengths;
+    const std::vector<std::int32_t> real = shape.shape.real_lengths();
+    for (std::size_t i = 0; i < real.size();) {
+      std::size_t run = 1;
+      while (i + run < real.size() && real[i + run] == real[i]) ++run;
+      if (!lengths.empty()) lengths += ' ';
+      lengths += run == 1 ? fmt::format("{}", real[i]) : fmt::format("{}*{}", real[i], run);
+      i += run;
+    }
+    for (int splits : shape.split_counts) {
+      const SweepPoint p = shape.point(splits);
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", shape.shape_index, p.key(),
+                         to_string(p.layout), p.page_size, to_string(p.dtype), p.batch, p.num_heads,
+                         p.num_kv_heads, p.head_dim, p.context_len, p.cache_capacity,
+                         to_string(p.length_distribution), p.num_splits, p.kv_bytes(), p.working_set_bytes(),
+                         p.footprint_bytes(), lengths);
+    }
+  }
+  return out;
+}
+
 std::string format_plan_report(const PlanReportInput& in) {
   const GridSpec& grid = *in.grid;
   const SweepPlan& whole = *in.whole;

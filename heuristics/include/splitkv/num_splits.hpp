@@ -17,8 +17,18 @@
 #include <cstddef>
 #include <string_view>
 
-#include "splitkv/decode_params.hpp"
+// The only splitkv header this one needs, and it sits in the same include root: an engine adds
+// that root (heuristics/include, or the package's include/) and nothing else.
+#include "splitkv/auto_splits_layout.hpp"
+
+// Where the kernels' headers are on the include path as well (the build tree, the whole package),
+// their table type and device lookup (AutoSplitsTable, auto_split_count), which fill_auto_splits'
+// callers use, come along; where they are not, this header stands alone.
+#if defined(__has_include)
+#if __has_include("splitkv/split_partition.hpp")
 #include "splitkv/split_partition.hpp"
+#endif
+#endif
 
 // Source tree: heuristics/generated/ beside include/; installed: include/splitkv/generated/.
 #if defined(__has_include)
@@ -53,7 +63,7 @@ struct NumSplitsShape {
 // is what fills the SMs. On the H200's 108 ragged shapes (results/h200/report/ragged.md,
 // `ours_host_total`) this cut the regret from 1.47 to 1.05 (geomean); rounding beat ceiling there
 // (1.05 against 1.08), the one choice made on that data.
-// The device's num_splits = auto rounds the same way (split_partition.hpp).
+// The device's num_splits = auto rounds the same way (auto_splits_layout.hpp).
 inline int effective_batch(const NumSplitsShape& s) {
   if (s.total_seqlen <= 0 || s.max_seqlen <= 0) return s.batch;
   return rounded_effective_batch(s.total_seqlen, s.max_seqlen, s.batch);
@@ -168,12 +178,17 @@ class NumSplitsPolicy {
   // batch of auto_batch_class_batch(r) max-length sequences, so the device's lookup by effective
   // batch and max length returns what the host would choose for a batch doing that work.
   // `shape` gives heads, head_dim and page size; its batch and lengths are not used.
-  void fill_auto_splits(const NumSplitsShape& shape, AutoSplitsTable& table) const {
-    for (int r = 0; r < AutoSplitsTable::kBatchClasses; ++r) {
+  // `Table` is the kernels' AutoSplitsTable (decode_params.hpp); a template so that this header
+  // needs no kernel header, and an engine without the kernels can fill a table of its own.
+  template <class Table>
+  void fill_auto_splits(const NumSplitsShape& shape, Table& table) const {
+    static_assert(Table::kBatchClasses == kAutoBatchClasses && Table::kLengthBuckets == kAutoLengthBuckets,
+                  "a num_splits = auto table has the extent of auto_splits_layout.hpp");
+    for (int r = 0; r < kAutoBatchClasses; ++r) {
       NumSplitsShape row = shape;
       row.batch = auto_batch_class_batch(r);
       row.total_seqlen = 0;
-      fill_splits_by_length(row, table.splits[r], AutoSplitsTable::kLengthBuckets);
+      fill_splits_by_length(row, table.splits[r], kAutoLengthBuckets);
     }
   }
 

@@ -3,15 +3,14 @@
 // owns which tokens or how many splits hold work.
 #pragma once
 
+#include "splitkv/auto_splits_layout.hpp"
 #include "splitkv/decode_params.hpp"
 
-#if defined(__CUDACC__)
-#define SPLITKV_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define SPLITKV_HOST_DEVICE inline
-#endif
-
 namespace splitkv {
+
+static_assert(AutoSplitsTable::kLengthBuckets == kAutoLengthBuckets &&
+                  AutoSplitsTable::kBatchClasses == kAutoBatchClasses,
+              "AutoSplitsTable (decode_params.hpp) must have the extent auto_splits_layout.hpp indexes");
 
 struct SplitRange {
   int begin;  // first token, inclusive
@@ -43,15 +42,6 @@ SPLITKV_HOST_DEVICE SplitRange split_range(int seqlen, int num_splits, int split
   return {begin, end};
 }
 
-// floor(log2(x)) for x >= 1, one instruction on either side.
-SPLITKV_HOST_DEVICE int floor_log2(unsigned x) {
-#if defined(__CUDA_ARCH__)
-  return 31 - __clz(x);
-#else
-  return 31 - __builtin_clz(x);
-#endif
-}
-
 // Work items of one sequence in the persistent schedule: its live splits x kv heads, and one
 // split for an empty sequence (its split 0 writes zeros and LSE = -inf).
 SPLITKV_HOST_DEVICE int work_items_of_sequence(int seqlen, int num_splits, int num_kv_heads) {
@@ -59,53 +49,8 @@ SPLITKV_HOST_DEVICE int work_items_of_sequence(int seqlen, int num_splits, int n
   return (live > 1 ? live : 1) * num_kv_heads;
 }
 
-// Log-scale bucket of a length: the i whose 2^i is nearest to `length` (boundaries at the
-// geometric midpoints 2^(i+1/2)), clamped to [0, kLengthBuckets). Shared by the device lookup and
-// the host code that fills AutoSplitsTable, so both agree on every boundary.
-SPLITKV_HOST_DEVICE int length_bucket(int length) {
-  if (length <= 1) return 0;
-  const int floor = floor_log2(static_cast<unsigned>(length));
-  // length >= 2^(floor + 1/2)  <=>  length^2 >= 2^(2 floor + 1)
-  const long long squared = static_cast<long long>(length) * length;
-  const int bucket = squared >= (1ll << (2 * floor + 1)) ? floor + 1 : floor;
-  return bucket < AutoSplitsTable::kLengthBuckets ? bucket : AutoSplitsTable::kLengthBuckets - 1;
-}
-
-// The batch that stands for effective-batch class r: 1..8 exactly (small batches differ most),
-// then round(8 * 2^(k/4)) for k = r - 7, quarter octaves like the fitted table's CTA buckets
-// (10, 11, 13, 16, 19, 23, 27, 32, ..., 2048).
-SPLITKV_HOST_DEVICE int auto_batch_class_batch(int batch_class) {
-  if (batch_class < 8) return batch_class + 1;
-  const int k = batch_class - 7;
-  // A conditional, not a 4-entry array: an indexed local array lives in local memory on the
-  // device, and this sits on every CTA's critical path (kernels/NOTES.md, v7).
-  const int step = k % 4;
-  const float quarter_octave = step == 0 ? 1.f : step == 1 ? 1.18920712f : step == 2 ? 1.41421356f : 1.68179283f;
-  return static_cast<int>(static_cast<float>(8 << (k / 4)) * quarter_octave + 0.5f);
-}
-
-// Class of an effective batch: the nearest representative on a log scale (boundaries at the
-// geometric midpoints), clamped to the last class. At most five steps: a batch in [2^f, 2^(f+1))
-// with f >= 3 falls in classes 4f - 5 .. 4f - 1.
-SPLITKV_HOST_DEVICE int auto_batch_class(int effective_batch) {
-  if (effective_batch <= 8) return effective_batch < 1 ? 0 : effective_batch - 1;
-  const long long squared = static_cast<long long>(effective_batch) * effective_batch;
-  int batch_class = 4 * floor_log2(static_cast<unsigned>(effective_batch)) - 6;
-  if (batch_class > AutoSplitsTable::kBatchClasses - 1) batch_class = AutoSplitsTable::kBatchClasses - 1;
-  while (batch_class + 1 < AutoSplitsTable::kBatchClasses &&
-         squared >= static_cast<long long>(auto_batch_class_batch(batch_class)) *
-                        auto_batch_class_batch(batch_class + 1))
-    ++batch_class;
-  return batch_class;
-}
-
-// Sequences of the max length that do the batch's work: total / max, rounded to nearest, in
-// [1, batch]. The host's NumSplitsShape lookup (heuristics/num_splits.hpp) rounds the same way.
-SPLITKV_HOST_DEVICE int rounded_effective_batch(long long total_length, int max_length, int batch) {
-  if (max_length <= 0 || total_length <= 0) return batch < 1 ? 1 : batch;
-  const long long rounded = (2 * total_length + max_length) / (2LL * max_length);
-  return rounded < 1 ? 1 : (rounded > batch ? batch : static_cast<int>(rounded));
-}
+// Batch classes, length buckets and the effective batch that index the table below are in
+// auto_splits_layout.hpp.
 
 // num_splits = auto: the table's count for this batch, clamped to [1, the grid's bound].
 SPLITKV_HOST_DEVICE int auto_split_count(const AutoSplitsTable& table, long long total_length, int max_length,

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "splitkv/heuristics/fa3_dynamic_rule.hpp"
 #include "splitkv/heuristics/measurements.hpp"
 
 namespace splitkv::heuristics {
@@ -66,14 +67,7 @@ int fa3_dynamic_num_splits(const DecodeShape& shape);
 // The same for a ragged batch (one entry per sequence of `lengths`; shape.batch is ignored),
 // the rule of fa3_dynamic_rule.hpp that the device prepare kernel runs.
 std::vector<int> fa3_dynamic_splits_per_sequence(const DecodeShape& shape, const std::vector<int>& lengths);
-// What that prepare kernel needs from the host: FA3's kBlockN, m blocks, static bound on the
-// capacity, and whether it plans dynamically at all.
-struct Fa3DynamicInputs {
-  int block_n;
-  int m_blocks;
-  int static_splits;
-  bool dynamic;
-};
+// What that prepare kernel needs from the host (Fa3DynamicInputs, fa3_dynamic_rule.hpp).
 Fa3DynamicInputs fa3_dynamic_inputs(const DecodeShape& shape);
 
 // ---- FlashInfer (scheduler.cuh: decode work estimation) --------------------------------
@@ -82,7 +76,7 @@ Fa3DynamicInputs fa3_dynamic_inputs(const DecodeShape& shape);
 std::pair<int, int> flashinfer_chunk_pages(int max_grid_size, int num_kv_heads,
                                            const std::vector<int>& num_pages, int min_pages);
 // Occupancy FlashInfer would measure with cudaOccupancyMaxActiveBlocksPerMultiprocessor;
-// we use OUR kernel's resident CTAs per SM (kernels/NOTES.md: 2 up to head_dim 128, 1 at 256).
+// we use OUR kernel's resident CTAs per SM (kernels/DESIGN.md: 2 up to head_dim 128, 1 at 256).
 int flashinfer_ctas_per_sm(int head_dim);
 // Splits per sequence: 1 when batch * kv_heads >= occupancy * SMs, else ceil(pages / chunk)
 // with min chunk max(128 / page_size, 1) pages. Contiguous caches are planned as pages of

@@ -50,6 +50,13 @@ struct PlanReportInput {
 
 std::string format_plan_report(const PlanReportInput& input);
 
+// The planned points as CSV (`splitkv sweep --dry-run --plan-csv`), one line per (shape,
+// num_splits) in plan order, for a driver that times a kernel outside this binary and must
+// time exactly the points, keys and batches a sweep would: shape_index, key, the results CSV's
+// key columns, kv_bytes, working_set_bytes, footprint_bytes, and lengths, the batch's real
+// lengths run-length coded as space-separated "length" or "length*count" in sequence order.
+std::string format_plan_csv(const SweepPlan& plan);
+
 // "1.23 GB", "512 B": decimal units, like memory_budget_gb.
 std::string format_bytes(std::int64_t bytes);
 

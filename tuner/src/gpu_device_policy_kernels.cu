@@ -1,26 +1,21 @@
-// CUDA side of device_policy_kernels.hpp: three LaunchCustomizers on splitkv's kernel.
+// CUDA side of device_policy_kernels.hpp: three LaunchCustomizers on splitkv's kernel, each
+// running the host half of its policy through DevicePolicies.
+#include "splitkv/tuner/device_policy_kernels.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "splitkv/heuristics/baseline_policies.hpp"
-#include "splitkv/heuristics/device_policy_kernels.hpp"
-#include "splitkv/heuristics/fa3_dynamic_rule.hpp"
-#include "splitkv/heuristics/ragged_report.hpp"
-#include "splitkv/num_splits.hpp"
 #include "splitkv/split_partition.hpp"
-#include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/splitkv_kernel.hpp"
 
-namespace splitkv::heuristics {
+namespace splitkv::tuner {
 namespace {
-
-using tuner::KernelOutcome;
-using tuner::SweepPoint;
 
 constexpr int kPrepareThreads = 256;
 
@@ -55,15 +50,9 @@ int device_sm_count(std::string* name = nullptr) {
   return properties.multiProcessorCount;
 }
 
-DecodeShape host_shape(const SweepPoint& shape, int num_sms) {
-  MeasuredShape measured;
-  measured.point = shape;
-  return decode_shape(measured, num_sms);
-}
-
 // A customizer that owns one device buffer: uploaded in prepare(), freed in release(); and the
 // grid bound it caps the sweep's num_splits with.
-class DeviceBufferCustomizer : public tuner::LaunchCustomizer {
+class DeviceBufferCustomizer : public LaunchCustomizer {
  public:
   ~DeviceBufferCustomizer() override { release(); }
   void release() override {
@@ -74,23 +63,22 @@ class DeviceBufferCustomizer : public tuner::LaunchCustomizer {
  protected:
   KernelOutcome upload(const std::vector<int32_t>& words) {
     release();
-    return tuner::device_upload(&buffer_, words);
+    return device_upload(&buffer_, words);
   }
   int capped(int cap) const { return std::max(1, std::min(cap, bound_)); }
   void* buffer_ = nullptr;
   int bound_ = 1;
 };
 
-// num_splits = auto with our table (filled once per shape, uploaded once), bounded by its
-// largest entry.
+// num_splits = auto with the policy's table (filled once per shape, uploaded once), bounded by
+// its largest entry.
 class AutoCustomizer final : public DeviceBufferCustomizer {
  public:
+  explicit AutoCustomizer(const DevicePolicies& policies) : table_for_(policies.auto_splits) {}
   KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>&, const DecodeParams& params) override {
     std::string name;
     const int sms = device_sm_count(&name);
-    const NumSplitsPolicy policy = NumSplitsPolicy::for_device(name, sms);
-    AutoSplitsTable table;
-    policy.fill_auto_splits(num_splits_shape(shape, false), table);
+    const AutoSplitsTable table = table_for_(shape, name, sms);
     bound_ = auto_grid_bound(table, shape.batch, params.capacity_tokens());
     std::vector<int32_t> words(sizeof(table) / sizeof(int32_t));
     std::memcpy(words.data(), &table, sizeof(table));
@@ -102,6 +90,9 @@ class AutoCustomizer final : public DeviceBufferCustomizer {
     params.num_splits = capped(params.num_splits);
     return KernelOutcome::success();
   }
+
+ private:
+  std::function<AutoSplitsTable(const SweepPoint&, const std::string&, int)> table_for_;
 };
 
 // Explicit per-sequence counts in device memory (FA3's prepare kernel writes them on every
@@ -113,9 +104,10 @@ class PerSequenceCustomizer : public DeviceBufferCustomizer {
 
 class Fa3DynamicCustomizer final : public PerSequenceCustomizer {
  public:
+  explicit Fa3DynamicCustomizer(const DevicePolicies& policies) : inputs_for_(policies.fa3_dynamic) {}
   KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>& lengths, const DecodeParams& params) override {
     sms_ = device_sm_count();
-    inputs_ = fa3_dynamic_inputs(host_shape(shape, sms_));
+    inputs_ = inputs_for_(shape, sms_);
     bound_ = inputs_.static_splits;
     kv_heads_ = shape.num_kv_heads;
     seqlens_ = params.cache_seqlens;
@@ -125,7 +117,7 @@ class Fa3DynamicCustomizer final : public PerSequenceCustomizer {
   KernelOutcome before_launch(DecodeParams& params, void* stream) override {
     if (inputs_.dynamic) {
       const int error = enqueue_fa3_dynamic_prepare(seqlens_, batch_, inputs_, kv_heads_, sms_, splits(), stream);
-      if (KernelOutcome o = tuner::cuda_outcome(error); !o.ok()) return o;
+      if (KernelOutcome o = cuda_outcome(error); !o.ok()) return o;
       params.splits_per_sequence = splits();
     }
     // Not dynamic (batch > 992): every sequence takes the static count, as FA3 launches it.
@@ -134,6 +126,7 @@ class Fa3DynamicCustomizer final : public PerSequenceCustomizer {
   }
 
  private:
+  std::function<Fa3DynamicInputs(const SweepPoint&, int)> inputs_for_;
   Fa3DynamicInputs inputs_{};
   const int32_t* seqlens_ = nullptr;
   int batch_ = 0, kv_heads_ = 1, sms_ = 1;
@@ -141,9 +134,9 @@ class Fa3DynamicCustomizer final : public PerSequenceCustomizer {
 
 class FlashinferPlanCustomizer final : public PerSequenceCustomizer {
  public:
+  explicit FlashinferPlanCustomizer(const DevicePolicies& policies) : plan_for_(policies.flashinfer_plan) {}
   KernelOutcome prepare(const SweepPoint& shape, const std::vector<int32_t>& lengths, const DecodeParams&) override {
-    const std::vector<int> plan =
-        flashinfer_splits_per_sequence(host_shape(shape, device_sm_count()), std::vector<int>(lengths.begin(), lengths.end()));
+    const std::vector<int> plan = plan_for_(shape, lengths, device_sm_count());
     bound_ = plan.empty() ? 1 : *std::max_element(plan.begin(), plan.end());
     return upload(std::vector<int32_t>(plan.begin(), plan.end()));
   }
@@ -152,12 +145,19 @@ class FlashinferPlanCustomizer final : public PerSequenceCustomizer {
     params.num_splits = capped(params.num_splits);
     return KernelOutcome::success();
   }
+
+ private:
+  std::function<std::vector<int>(const SweepPoint&, const std::vector<int32_t>&, int)> plan_for_;
 };
 
-template <class Customizer>
-void add(tuner::KernelRegistry& registry, const std::string& name, std::string description) {
-  registry.add(name, std::move(description), [name] {
-    return tuner::make_splitkv_kernel(name, DecodeKernel::packed_gqa, std::make_unique<Customizer>());
+// Registers `name` when its policy was given: each kernel created gets its own customizer, on a
+// copy of the policies (the registry outlives the caller's DevicePolicies).
+template <class Customizer, class Policy>
+void add(KernelRegistry& registry, const Policy& policy, const DevicePolicies& policies, const std::string& name,
+         std::string description) {
+  if (!policy) return;
+  registry.add(name, std::move(description), [name, policies] {
+    return make_splitkv_kernel(name, DecodeKernel::packed_gqa, std::make_unique<Customizer>(policies));
   });
 }
 
@@ -171,22 +171,17 @@ int enqueue_fa3_dynamic_prepare(const std::int32_t* device_lengths, int batch, c
   return static_cast<int>(cudaGetLastError());
 }
 
-void register_device_policy_kernels(tuner::KernelRegistry& registry) {
-  add<AutoCustomizer>(registry, "splitkv_auto",
+void register_device_policy_kernels(KernelRegistry& registry, const DevicePolicies& policies) {
+  add<AutoCustomizer>(registry, policies.auto_splits, policies, "splitkv_auto",
                       "splitkv with num_splits = auto: the split count this GPU's table gives the batch's effective batch "
                       "and max real length, chosen on the device; "
                       "num_splits is the graph's cap");
-  add<Fa3DynamicCustomizer>(registry, "fa3_dynamic",
+  add<Fa3DynamicCustomizer>(registry, policies.fa3_dynamic, policies, "fa3_dynamic",
                             "splitkv with FlashAttention 3's dynamic per-sequence rule computed on the device; "
                             "num_splits is the graph's cap");
-  add<FlashinferPlanCustomizer>(registry, "flashinfer_plan",
+  add<FlashinferPlanCustomizer>(registry, policies.flashinfer_plan, policies, "flashinfer_plan",
                                 "splitkv with FlashInfer's host plan on the exact lengths (per-sequence splits); "
                                 "num_splits is the graph's cap");
 }
 
-void register_all_kernels(tuner::KernelRegistry& registry) {
-  tuner::register_gpu_kernels(registry);
-  register_device_policy_kernels(registry);
-}
-
-}  // namespace splitkv::heuristics
+}  // namespace splitkv::tuner

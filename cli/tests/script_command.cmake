@@ -1,0 +1,31 @@
+# For the test scripts run as `cmake -D... -P <script> <command> <args>...`: sets `out_var` to
+# the command, everything after the script's own path.
+function(splitkv_command_after_script out_var)
+  get_filename_component(script_name "${CMAKE_SCRIPT_MODE_FILE}" NAME)
+  set(command)
+  set(after_script OFF)
+  math(EXPR last "${CMAKE_ARGC} - 1")
+  foreach(i RANGE ${last})
+    if(after_script)
+      list(APPEND command "${CMAKE_ARGV${i}}")
+    else()
+      get_filename_component(argument_name "${CMAKE_ARGV${i}}" NAME)
+      if(argument_name STREQUAL script_name)
+        set(after_script ON)
+      endif()
+    endif()
+  endforeach()
+  set(${out_var} "${command}" PARENT_SCOPE)
+endfunction()
+
+# Runs `command` (a list), prints `label`, its exit code and output, stops with FATAL_ERROR unless
+# it exited `expected_exit`, and sets `output_var` (stdout and stderr) and `stdout_var`.
+function(splitkv_run_expecting_exit label expected_exit output_var stdout_var)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${label}: exit ${code}\n${out}${err}")
+  if(NOT code STREQUAL "${expected_exit}")
+    message(FATAL_ERROR "${label}: expected exit ${expected_exit}, got ${code}")
+  endif()
+  set(${output_var} "${out}${err}" PARENT_SCOPE)
+  set(${stdout_var} "${out}" PARENT_SCOPE)
+endfunction()
