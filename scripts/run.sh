@@ -21,39 +21,17 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 say() { echo "run.sh: $*"; }
-jobs=${SPLITKV_JOBS:-$(nproc 2>/dev/null || echo 2)}
-
-if [ "${SPLITKV_SKIP_DEPS:-0}" != 1 ]; then
-  scripts/install_deps.sh || say "warning: install_deps.sh failed; trying to build anyway"
-fi
-
 cmake_args="${SPLITKV_CMAKE_ARGS:-}"
 if [ "${SPLITKV_NO_SWEEP:-0}" != 1 ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
   build_dir=${SPLITKV_BUILD_DIR:-build}
-  # The toolkit's usual home is not always on PATH (non-login shells, the GPU machine).
-  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-    export PATH="/usr/local/cuda/bin:$PATH"
-  fi
 else
   build_dir=${SPLITKV_BUILD_DIR:-build-cpu}
   cmake_args="-DSPLITKV_ENABLE_CUDA=OFF -DSPLITKV_BUILD_TESTS=OFF${cmake_args:+ $cmake_args}"
 fi
-
-# Configured the way scripts/test.sh configures (its record of the arguments in
-# .splitkv_cmake_args included), so that either script can reuse the other's build folder and a
-# cached value never outlives the arguments that set it.
-read -r -a extra_args <<<"$cmake_args"
-if [ -f "$build_dir/CMakeCache.txt" ] && [ "$(cat "$build_dir/.splitkv_cmake_args" 2>/dev/null || true)" != "$cmake_args" ]; then
-  say "configure arguments changed; clearing the cached configure in $build_dir"
-  rm -rf "$build_dir/CMakeCache.txt" "$build_dir/CMakeFiles"
-fi
-generator_args=()
-if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then generator_args=(-G Ninja); fi
-say "cmake -S . -B $build_dir ${generator_args[*]} $cmake_args"
-cmake -S . -B "$build_dir" "${generator_args[@]}" "${extra_args[@]}" >/dev/null
-printf '%s' "$cmake_args" >"$build_dir/.splitkv_cmake_args"
-say "building the splitkv CLI with $jobs jobs"
-cmake --build "$build_dir" --target splitkv --parallel "$jobs"
+# scripts/test.sh's dependencies, configure (and its record of the arguments, so either script can
+# reuse the other's build folder) and build, limited to the CLI.
+SPLITKV_BUILD_ONLY=1 SPLITKV_BUILD_TARGETS=splitkv SPLITKV_BUILD_DIR="$build_dir" SPLITKV_CMAKE_ARGS="$cmake_args" \
+  scripts/test.sh
 splitkv="$build_dir/cli/splitkv"
 
 gpu=h200

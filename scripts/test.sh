@@ -7,6 +7,8 @@
 #   SPLITKV_BUILD_DIR   build folder (default: build)
 #   SPLITKV_JOBS        parallel build and test jobs (default: all cores)
 #   SPLITKV_SKIP_DEPS=1 do not run scripts/install_deps.sh
+#   SPLITKV_BUILD_TARGETS  build only these targets (split on spaces; default: all)
+#   SPLITKV_BUILD_ONLY=1   build, then stop before the tests (scripts/run.sh)
 #
 # GPU tests build whenever nvcc is found and skip visibly when no GPU driver or device
 # answers, so this same command serves CI (no GPU) and the GPU machine.
@@ -55,8 +57,9 @@ cmake -S . -B "$build_dir" "${generator_args[@]}" "${extra_args[@]}"
 mkdir -p "$build_dir"
 printf '%s' "$requested" >"$args_stamp"
 
-say "building with $jobs jobs"
-cmake --build "$build_dir" --parallel "$jobs"
+read -r -a targets <<<"${SPLITKV_BUILD_TARGETS:-}"
+say "building ${targets[*]:-everything} with $jobs jobs"
+cmake --build "$build_dir" ${targets[@]:+--target "${targets[@]}"} --parallel "$jobs"
 
 # scripts/run.sh reuses this set-up and build without running the tests.
 if [ "${SPLITKV_BUILD_ONLY:-0}" = 1 ]; then

@@ -69,8 +69,10 @@ std::string non_regular_file_kind(const std::string& path) {
   }
 }
 
-WriteResult write_file_atomically(const std::string& path, std::string_view bytes) {
-  check_target(path);
+namespace {
+
+// write_file_atomically once check_target(path) has passed.
+WriteResult write_checked_target(const std::string& path, std::string_view bytes) {
   if (holds_exactly(path, bytes)) return WriteResult::unchanged;
   // The user named `path`, so every message leads with it; the temporary file is secondary.
   const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
@@ -106,10 +108,17 @@ WriteResult write_file_atomically(const std::string& path, std::string_view byte
   return WriteResult::written;
 }
 
+}  // namespace
+
+WriteResult write_file_atomically(const std::string& path, std::string_view bytes) {
+  check_target(path);
+  return write_checked_target(path, bytes);
+}
+
 std::map<std::string, WriteResult> write_files_atomically(const std::map<std::string, std::string>& files) {
   for (const auto& [path, bytes] : files) check_target(path);
   std::map<std::string, WriteResult> results;
-  for (const auto& [path, bytes] : files) results[path] = write_file_atomically(path, bytes);
+  for (const auto& [path, bytes] : files) results[path] = write_checked_target(path, bytes);
   return results;
 }
 
