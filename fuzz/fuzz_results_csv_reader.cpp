@@ -44,7 +44,8 @@ bool same_row(const ResultRow& a, const ResultRow& b) {
          same_number(a.time_us_median, b.time_us_median) && same_number(a.time_us_p10, b.time_us_p10) &&
          same_number(a.time_us_p90, b.time_us_p90) && same_number(a.cv, b.cv) &&
          a.repetitions == b.repetitions && a.kv_bytes == b.kv_bytes && same_number(a.tbps, b.tbps) &&
-         a.status == b.status && flattened(a.message) == b.message;
+         a.status == b.status && flattened(a.message) == b.message && a.gpu_index == b.gpu_index &&
+         flattened(a.gpu_uuid) == b.gpu_uuid;
 }
 
 }  // namespace

@@ -2,8 +2,17 @@
 # One call on the GPU machine: build, test, sanitize and measure. Logs and CSVs go under $OUT
 # (the device tool brings that folder back); a short table is printed last.
 #
-#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile] [all]
-#   (default: all; profile is never part of all)
+#   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile]
+#                         [multigpu] [flashinfer] [fa3] [all]
+#   (default: all; profile, multigpu, flashinfer and fa3 are never part of all)
+#
+# multigpu times one grid twice: with `splitkv sweep --devices all` (--devices 0,0, two workers
+# sharing the GPU, where only one is visible) and as one process on GPU 0, then prints both wall
+# times, their ratio, whether both CSVs cover the same points, and the median ratio of the ok
+# rows' times (multi / single). SPLITKV_MULTI_GRID picks the grid; the default is blocks 1 and 4 of
+# sweeps/full.json (10,464 points), sized so that both runs together take under 5 minutes on one
+# H200 (the whole full.json takes 5 min 21 s there). CSVs and logs go to logs/multigpu/.
+# SPLITKV_BUILD_TARGETS replaces the default build targets (e.g. just splitkv for multigpu).
 #
 # lookup measures the num_splits lookup on this machine's host CPU (the reference CI's
 # check_lookup_cost.sh scales from) into results/h200/lookup_cost.csv with a sidecar.
@@ -24,6 +33,9 @@
 # split kernels at the host heuristic's count and with num_splits = auto, SpeedOfLight, warp state
 # and source counters, raw metrics and the per-instruction SASS view as CSVs in logs.tgz (ncu/);
 # SPLITKV_PROFILE_ARGS overrides the probe's arguments (default --shapes 1x512,16x512 --repeats 1).
+# flashinfer runs FlashInfer's kernel (tuner/FLASHINFER.md): its GPU test, memcheck, and
+# sweeps/flashinfer_smoke.json then sweeps/flashinfer.json into results/h200/ (and $OUT) until
+# SPLITKV_FLASHINFER_DEADLINE seconds into the script (default 540); the call must carry .deps/flashinfer.
 # results/h200 and heuristics/generated come back as $OUT/results_h200.tgz. The device copy has no
 # .git: pass the commit as SPLITKV_GIT_SHA for the sidecars.
 set -uo pipefail
@@ -57,9 +69,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,te
 nvcc --version | tail -1
 
 section "build"
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITKV_CUDA_ARCHITECTURES=90a \
+flashinfer_setting=()   # the flashinfer step needs FlashInfer: a missing .deps/flashinfer stops the configure
+[[ "$steps" == *" flashinfer "* ]] && flashinfer_setting=(-DSPLITKV_WITH_FLASHINFER=ON)
+cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITKV_CUDA_ARCHITECTURES=90a "${flashinfer_setting[@]}" \
   >"$LOG/configure.log" 2>&1 || { tail -40 "$LOG/configure.log"; exit 1; }
-targets="splitkv_gpu_tests splitkv_c splitkv splitkv_heuristics_c ${SPLITKV_EXTRA_TARGETS:-}"
+grep -E "FlashInfer kernels" "$LOG/configure.log"
+targets="${SPLITKV_BUILD_TARGETS:-splitkv_gpu_tests splitkv_c splitkv splitkv_heuristics_c} ${SPLITKV_EXTRA_TARGETS:-}"
 wants bench && targets="$targets decode_kernel_bench"
 wants lookup && targets="$targets heuristics_lookup_bench"
 wants probe && targets="$targets cta_placement_probe"
@@ -136,20 +151,18 @@ fi
 
 deadline=${SPLITKV_DEADLINE:-560}   # seconds into this script by which everything must be done
 
-if wants sweep; then
-  section "sweeps"
-  mkdir -p results/h200
-  splitkv=build-device/cli/splitkv
-  $splitkv devices | tee "$LOG/devices.txt"
-  # Each entry of SPLITKV_SWEEPS is name:grid[:kernels[:VAR=value]]; results/h200/<name>.csv.
-  # Every sweep is interrupted with SIGINT (the sweep's own "stop after this point, keep every
-  # row" signal) once SPLITKV_SWEEP_DEADLINE seconds of this script have passed; --resume
-  # finishes it later.
-  sweep_deadline=${SPLITKV_SWEEP_DEADLINE:-${SPLITKV_FULL_DEADLINE:-420}}
-  for entry in ${SPLITKV_SWEEPS:-quick_a:sweeps/quick.json quick_b:sweeps/quick.json full:sweeps/full.json}; do
+# Runs sweeps one after another. Each entry is name:grid[:kernels[:VAR=value]], swept into
+# results/h200/<name>.csv. Every sweep is interrupted with SIGINT (the sweep's own "stop after this
+# point, keep every row" signal) once `deadline` seconds of this script have passed; --resume
+# finishes it later: with SPLITKV_SWEEP_RESUME=1 a sweep whose CSV is already in the tree (brought
+# back from an interrupted call) continues instead of starting over.
+run_sweeps() {  # deadline entry...
+  local sweep_deadline=$1 entry name grid kernels env_assign left start rc line sweep_pid watchdog
+  shift
+  for entry in "$@"; do
     IFS=: read -r name grid kernels env_assign <<<"$entry"
     left=$(( sweep_deadline - SECONDS ))
-    if (( left < 5 )); then echo "$name: skipped, sweep deadline reached"; continue; fi
+    if (( left < 5 )); then echo "$name: skipped, sweep deadline reached"; summary+=$'\n'"sweep $name: skipped, deadline"; continue; fi
     mkdir -p "$(dirname "results/h200/$name.csv")" "$(dirname "$LOG/sweep_$name.log")"
     resume=()
     if [[ ${SPLITKV_SWEEP_RESUME:-0} == 1 && -s "results/h200/$name.csv" ]]; then
@@ -158,7 +171,7 @@ if wants sweep; then
       rm -f "results/h200/$name.csv" "results/h200/$name.json"
     fi
     start=$SECONDS
-    env ${env_assign:-SPLITKV_NO_EXTRA_ENV=1} "$splitkv" sweep --grid "$grid" --kernel "${kernels:-splitkv}" \
+    env ${env_assign:-SPLITKV_NO_EXTRA_ENV=1} build-device/cli/splitkv sweep --grid "$grid" --kernel "${kernels:-splitkv}" \
       --out "results/h200/$name.csv" "${resume[@]}" 2>"$LOG/sweep_$name.log" &
     sweep_pid=$!
     # The watchdog's sleep must not hold this script's stdout: the device tool waits for every
@@ -172,6 +185,84 @@ if wants sweep; then
     line=$(printf '%-28s exit %3d  %4ds  %s' "$name" "$rc" $((SECONDS - start)) "$(tail -1 "$LOG/sweep_$name.log")")
     echo "$line"
     summary+=$'\n'"sweep $line"
+  done
+}
+
+if wants sweep; then
+  section "sweeps"
+  mkdir -p results/h200
+  build-device/cli/splitkv devices | tee "$LOG/devices.txt"
+  run_sweeps "${SPLITKV_SWEEP_DEADLINE:-${SPLITKV_FULL_DEADLINE:-420}}" \
+    ${SPLITKV_SWEEPS:-quick_a:sweeps/quick.json quick_b:sweeps/quick.json full:sweeps/full.json}
+fi
+
+# FlashInfer's decode kernel (tuner/FLASHINFER.md): its GPU test, memcheck on the test's small
+# subset, then the smoke grid and, once the smoke grid gave ok rows of both kernels, the full grid,
+# interrupted SPLITKV_FLASHINFER_DEADLINE seconds into the script (default 540; resumable as above).
+# Needs .deps/flashinfer carried with the tree (scripts/fetch_flashinfer.sh; nothing is fetched
+# here) and the configure then insists on it. The CSVs and sidecars are copied to $OUT as well.
+if [[ "$steps" == *" flashinfer "* ]]; then
+  section "FlashInfer: gpu test"
+  build-device/tests/splitkv_gpu_tests --gtest_filter='FlashinferDecodeGpu.*' 2>&1 | tee "$LOG/flashinfer_gpu_test.log" |
+    grep -E "^\[ (flashinfer|  PASSED|  FAILED|  SKIPPED) |FAILED|Failure|Skipped|error" | head -40
+  rc=${PIPESTATUS[0]}
+  summary+=$(printf '\n%-28s exit %d, %s' "flashinfer gpu test" "$rc" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$LOG/flashinfer_gpu_test.log" | tr '\n' ' ')")
+  [[ $rc -eq 0 ]] || status=1
+
+  section "FlashInfer: compute-sanitizer memcheck"
+  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 build-device/tests/splitkv_gpu_tests \
+    --gtest_filter='FlashinferDecodeGpu.SanitizerSubset:FlashinferDecodeGpu.CallsCapturedInTheSweepsCudaGraph' \
+    >"$LOG/sanitizer_memcheck_flashinfer.log" 2>&1
+  rc=$?
+  tail -3 "$LOG/sanitizer_memcheck_flashinfer.log"
+  summary+=$(printf '\n%-28s exit %d, %s' "flashinfer memcheck" "$rc" "$(grep -E 'ERROR SUMMARY' "$LOG/sanitizer_memcheck_flashinfer.log" | tail -1)")
+  [[ $rc -eq 0 ]] || { echo "compute-sanitizer memcheck (flashinfer): exit $rc"; status=1; }
+
+  section "FlashInfer: sweeps"
+  mkdir -p results/h200
+  build-device/cli/splitkv devices | tee "$LOG/devices.txt"
+  flashinfer_kernels=flashinfer,flashinfer_heuristic
+  flashinfer_deadline=${SPLITKV_FLASHINFER_DEADLINE:-540}
+  run_sweeps "$flashinfer_deadline" "flashinfer_smoke:sweeps/flashinfer_smoke.json:$flashinfer_kernels"
+  cat results/h200/flashinfer_smoke.csv 2>/dev/null | cut -c1-200
+  if grep -q '^[^,]*,flashinfer,.*,ok,$' results/h200/flashinfer_smoke.csv 2>/dev/null &&
+     grep -q '^[^,]*,flashinfer_heuristic,.*,ok,$' results/h200/flashinfer_smoke.csv; then
+    run_sweeps "$flashinfer_deadline" "flashinfer:sweeps/flashinfer.json:$flashinfer_kernels"
+  else
+    echo "flashinfer: full grid not started, the smoke grid has no ok row of both kernels"
+    summary+=$'\n'"sweep flashinfer: not started (smoke grid not ok)"
+    status=1
+  fi
+  # The split count FlashInfer's plan picked for each shape: the CSV has no column for it.
+  cat "$LOG"/sweep_flashinfer_smoke.log "$LOG"/sweep_flashinfer.log 2>/dev/null |
+    grep '^flashinfer_heuristic plan: ' >"$LOG/flashinfer_heuristic_plans.txt"
+  head -3 "$LOG/flashinfer_heuristic_plans.txt"
+  for file in flashinfer_smoke.csv flashinfer_smoke.json flashinfer.csv flashinfer.json; do
+    [[ -f "results/h200/$file" ]] && cp "results/h200/$file" "$OUT/"
+  done
+fi
+
+# FlashAttention 3's kernel (scripts/fa3_sweep.py, the fa3_fwd wheel): the grids in
+# SPLITKV_FA3_SWEEPS (name:grid, default fa3 and fa3_validation) into results/h200/<name>.csv,
+# each resumed where a CSV came back from an earlier call, until SPLITKV_FA3_DEADLINE seconds into
+# the script (default 540). The call must carry .whl/fa3_fwd-0.0.3-cp39-abi3-manylinux_2_24_x86_64.whl.
+if [[ "$steps" == *" fa3 "* ]]; then
+  section "FA3: sweeps (scripts/fa3_sweep.py)"
+  rm -rf /tmp/fa3 && python3 -m zipfile -e .whl/fa3_fwd-*.whl /tmp/fa3 || { echo "fa3: no wheel under .whl/"; status=1; }
+  fa3_deadline_at=$(( $(date +%s) + ${SPLITKV_FA3_DEADLINE:-540} - SECONDS ))
+  for entry in ${SPLITKV_FA3_SWEEPS:-fa3:sweeps/fa3.json fa3_validation:sweeps/fa3_validation.json}; do
+    name=${entry%%:*}
+    grid=${entry#*:}
+    resume=()
+    [[ -s "results/h200/$name.csv" ]] && resume=(--resume)
+    start=$SECONDS
+    python3 scripts/fa3_sweep.py --grid "$grid" --out "results/h200/$name.csv" "${resume[@]}" --fa3-path /tmp/fa3 \
+      --splitkv build-device/cli/splitkv --deadline-at "$fa3_deadline_at" >"$LOG/fa3_$name.log" 2>&1
+    rc=$?
+    line=$(printf '%-28s exit %3d  %4ds  %s' "fa3 $name" "$rc" $((SECONDS - start)) "$(tail -1 "$LOG/fa3_$name.log")")
+    echo "$line"
+    summary+=$'\n'"$line"
+    [[ $rc -eq 0 || $rc -eq 75 ]] || status=1
   done
 fi
 
@@ -210,6 +301,62 @@ if [[ "$steps" == *" profile "* ]]; then
   rm -f "$LOG/ncu/profile.ncu-rep"   # ~20 MB; the CSVs hold what it holds, and logs.tgz must stay under 16 MiB
   summary+=$(printf '\n%-28s exit %d (%s kernels)' "profile" "$rc" "$(wc -l <"$LOG/ncu/durations.txt")")
   [[ $rc -eq 0 ]] || status=1
+fi
+if [[ "$steps" == *" multigpu "* ]]; then
+  section "multi-GPU sweep (--devices) against one GPU"
+  mdir=$LOG/multigpu
+  mkdir -p "$mdir"
+  gpus=$(nvidia-smi -L | grep -c '^GPU ')
+  if (( gpus >= 2 )); then devices=all; else devices=0,0; fi
+  grid=${SPLITKV_MULTI_GRID:-}
+  if [[ -z "$grid" ]]; then
+    grid=$mdir/full_blocks_1_4.json
+    python3 -c 'import json, sys
+g = json.load(open("sweeps/full.json"))
+g["name"] = "full_blocks_1_4"
+g["blocks"] = [g["blocks"][1], g["blocks"][4]]
+json.dump(g, open(sys.argv[1], "w"), indent=1)' "$grid"
+  fi
+  splitkv=build-device/cli/splitkv
+  $splitkv sweep --grid "$grid" --dry-run --devices "$devices" 2>&1 | grep -E '^(points|worker)' | tee "$mdir/plan.txt"
+  start=$SECONDS
+  $splitkv sweep --grid "$grid" --out "$mdir/multi.csv" --devices "$devices" 2>"$mdir/multi.log"
+  rc_multi=$?
+  multi_s=$((SECONDS - start))
+  grep -v '^\[' "$mdir/multi.log" | tail -4
+  start=$SECONDS
+  $splitkv sweep --grid "$grid" --out "$mdir/single.csv" --device 0 2>"$mdir/single.log"
+  rc_single=$?
+  single_s=$((SECONDS - start))
+  tail -1 "$mdir/single.log"
+  python3 - "$mdir/multi.csv" "$mdir/single.csv" "$devices" "$multi_s" "$single_s" <<'PY' | tee "$mdir/comparison.txt"
+import csv, statistics, sys
+multi_path, single_path, devices, multi_s, single_s = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+def load(path):
+    try:
+        with open(path, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError:
+        return {}
+    key = lambda r: tuple(r[c] for c in ("kernel", "layout", "page_size", "dtype", "batch", "num_heads", "num_kv_heads",
+                                         "head_dim", "context_len", "cache_capacity", "length_distribution", "num_splits"))
+    return {key(r): r for r in rows if r["status"] != "throttled"}
+multi, single = load(multi_path), load(single_path)
+both_ok = [k for k in multi if k in single and multi[k]["status"] == "ok" and single[k]["status"] == "ok"]
+ratios = sorted(float(multi[k]["time_us_median"]) / float(single[k]["time_us_median"]) for k in both_ok)
+gpus = sorted({r.get("gpu_uuid", "") for r in multi.values()})
+print(f"--devices {devices}: {multi_s}s, {len(multi)} points on {len(gpus)} GPU(s); one GPU: {single_s}s, {len(single)} points")
+print(f"wall time one GPU / --devices {devices}: {single_s / max(multi_s, 1):.2f}x")
+print(f"coverage: {'equal' if set(multi) == set(single) else 'DIFFERENT'} ({len(set(multi) - set(single))} only in --devices, "
+      f"{len(set(single) - set(multi))} only in one GPU)")
+if ratios:
+    q = lambda f: ratios[min(len(ratios) - 1, int(f * len(ratios)))]
+    print(f"ok in both: {len(ratios)} points; time --devices / one GPU: median {statistics.median(ratios):.4f}, "
+          f"p10 {q(0.1):.4f}, p90 {q(0.9):.4f}")
+PY
+  summary+=$(printf '\n%-28s exit %d/%d, %ds vs %ds one GPU; %s' "multi-GPU (--devices $devices)" "$rc_multi" \
+    "$rc_single" "$multi_s" "$single_s" "$(grep -E '^ok in both' "$mdir/comparison.txt" | cut -d';' -f2)")
+  [[ $rc_multi -eq 0 && $rc_single -eq 0 ]] || status=1
 fi
 section "summary"
 echo "${summary#$'\n'}"

@@ -13,8 +13,9 @@
 # one, or with SPLITKV_NO_SWEEP=1, CUDA would only cost build minutes: the CLI is configured with
 # -DSPLITKV_ENABLE_CUDA=OFF in its own folder ($SPLITKV_BUILD_DIR, default build-cpu) and fits the
 # committed results/h200/full.csv.
-# Outputs: from full.csv, heuristics/generated/num_splits_<gpu>.hpp and results/<gpu>/report/; from
-# any other grid (a smoke test, not a table to commit) the same two under $SPLITKV_BUILD_DIR/run/,
+# Outputs: from full.csv, heuristics/generated/num_splits_<gpu>.hpp and results/<gpu>/report/ (from
+# a committed fa3.csv or flashinfer.csv also num_splits_<kernel>_<gpu>.hpp, report/<kernel>_regret.*);
+# from any other grid (a smoke test, not a table to commit) the same two under $SPLITKV_BUILD_DIR/run/,
 # so that a quick fit never overwrites the committed header or reports.
 # Environment: SPLITKV_BUILD_DIR, SPLITKV_GRID, SPLITKV_NO_SWEEP=1 (fit the committed results even
 # when a GPU is present), and scripts/test.sh's SPLITKV_CMAKE_ARGS, SPLITKV_JOBS, SPLITKV_SKIP_DEPS.
@@ -56,6 +57,17 @@ if [ "$results" = full ]; then
   # The regret tables (in sample, cross-validated, validation), paged vs contiguous, the capacity
   # scenario, the plots and summary.md.
   scripts/report.sh --results-dir "results/$gpu" --splitkv "$splitkv"
+  # The peers' own kernels, where their rows are committed (heuristics/FIT.md, "Peer kernels"): a
+  # table of each and its regret report beside the peer's own choice.
+  for kernel in fa3 flashinfer; do
+    [ -f "results/$gpu/$kernel.csv" ] || continue
+    say "fit results/$gpu/$kernel.csv --kernel $kernel -> heuristics/generated/num_splits_${kernel}_$gpu.hpp"
+    "$splitkv" fit "results/$gpu/$kernel.csv" --kernel "$kernel" --out "heuristics/generated/num_splits_${kernel}_$gpu.hpp"
+    validation=()
+    [ -f "results/$gpu/${kernel}_validation.csv" ] && validation=(--validation "results/$gpu/${kernel}_validation.csv")
+    "$splitkv" evaluate "results/$gpu/$kernel.csv" --kernel "$kernel" "${validation[@]}" \
+      --out "results/$gpu/report/${kernel}_regret.csv"
+  done
   say "done: heuristics/generated/num_splits_$gpu.hpp, results/$gpu/report/summary.md"
 else
   # A smoke grid's table is not one to commit: it goes beside the build, not over the

@@ -38,7 +38,13 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
                        "Summary CSV to write, e.g. results/h200/report/regret.csv; <stem>_points.csv (every "
                        "shape and policy) and <stem>.md go next to it")
       ->required();
-  evaluate->add_option("--kernel", options.kernel, "Kernel whose rows to use when the CSV holds several.");
+  evaluate->add_option("--kernel", options.kernel,
+                       "Kernel whose rows to use when the CSV holds several. For a peer's kernel (fa3, flashinfer) "
+                       "the table is fitted on its fixed-split rows and its policy rows (fa3_heuristic_capacity, "
+                       "fa3_heuristic_maxlen, flashinfer_heuristic) are evaluated as that peer's own rule: their "
+                       "time / the shape's fastest fixed-split time. The report then adds the subset "
+                       "capacity_131072 (fixed lengths 1024-32768 in a 131072-token cache) and the column "
+                       "ours_speedup (the policy's time / ours', geomean).");
   evaluate->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.")
       ->check(positive_count());
   evaluate->add_flag("--no-cross-validation", options.no_cross_validation,

@@ -15,6 +15,7 @@
 #include "splitkv/heuristics/atomic_file.hpp"
 #include "splitkv/heuristics/fit_pipeline.hpp"
 #include "splitkv/heuristics/generated_table.hpp"
+#include "splitkv/heuristics/peer_kernels.hpp"
 #include "splitkv/tuner/sha256.hpp"
 
 namespace splitkv::cli {
@@ -39,7 +40,8 @@ void print_fit(const FitProducts& p, std::ostream& out) {
 }
 
 // Reads the header --check compares against and checks that it claims to be this fit's:
-// emitted by `splitkv fit` and complete, for this CSV's GPU and SM count, from this CSV.
+// emitted by `splitkv fit` and complete, for this CSV's GPU and SM count, from this CSV's
+// rows of this kernel.
 GeneratedHeader check_committed_header(const FitProducts& p) {
   std::error_code error;
   if (!std::filesystem::exists(p.header_path, error)) {
@@ -53,11 +55,16 @@ GeneratedHeader check_committed_header(const FitProducts& p) {
                                  p.header_path, h.gpu_name, h.sm_count, p.training.source_display, p.training.gpu,
                                  p.training.sm_count));
   }
+  const std::string kernel = kernel_argument(p.training.kernel);
   if (h.input_sha256 != p.training.sha256) {
     throw InputError(fmt::format("{}: kInputSha256: fitted on a CSV with sha256 {}, not {} (sha256 {}); "
-                                 "regenerate it with: splitkv fit {} --out {}",
+                                 "regenerate it with: splitkv fit {}{} --out {}",
                                  p.header_path, h.input_sha256.substr(0, 12), p.training.source_display,
-                                 p.training.sha256.substr(0, 12), p.training.source, p.header_path));
+                                 p.training.sha256.substr(0, 12), p.training.source, kernel, p.header_path));
+  }
+  if (h.kernel != p.training.kernel) {
+    throw InputError(fmt::format("{}: kKernel: fitted on the rows of kernel {}, not {}; check it with --kernel {}",
+                                 p.header_path, h.kernel, p.training.kernel, h.kernel));
   }
   return h;
 }
@@ -90,10 +97,15 @@ CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
                 "not a complete generated header, was made for another GPU or from another CSV (its sha256), "
                 "or has tables edited by hand.");
   fit->add_option("--gpu-name", options.gpu_name,
-                  "Short name of the GPU: the C++ namespace splitkv::generated::<name> and the file suffix. "
-                  "Default: from the CSV's gpu column (\"NVIDIA H200\" -> h200).");
+                  "Short name of the GPU: the C++ namespace splitkv::generated::<name> and the file suffix "
+                  "(<kernel>_<name> for another kernel than splitkv). Default: from the CSV's gpu column "
+                  "(\"NVIDIA H200\" -> h200).");
   fit->add_option("--kernel", options.kernel,
-                  "Kernel whose rows to fit when the CSV holds several. Default: the only one, or splitkv.");
+                  "Kernel whose rows to fit when the CSV holds several. Default: the only one, or splitkv. A "
+                  "peer's kernel (fa3, flashinfer) is fitted on its fixed-split rows only, into "
+                  "num_splits_<kernel>_<gpu>.hpp with a lookup taking that peer's call-site arguments; its "
+                  "policy rows (fa3_heuristic_capacity, fa3_heuristic_maxlen, flashinfer_heuristic) go to the "
+                  "--report.");
   fit->add_option("--num-sms", options.num_sms,
                   "SM count of the GPU, for CSVs without a sidecar naming it (also overrides the sidecar).")
       ->check(positive_count());
@@ -151,8 +163,9 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
         "splitkv fit --check: {}:\n"
         "  committed: {}\n"
         "  generated: {}\n"
-        "Regenerate it with: splitkv fit {} --out {}\n",
-        heading, difference.expected, difference.actual, fmt::join(options.results_csvs, " "), products.header_path);
+        "Regenerate it with: splitkv fit {}{} --out {}\n",
+        heading, difference.expected, difference.actual, fmt::join(options.results_csvs, " "),
+        kernel_argument(products.training.kernel), products.header_path);
     return table_edited ? kExitBadInput : kExitDifferent;
   }
 
@@ -184,8 +197,8 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
                      tuner::sha256_hex(products.header_text),
                      header_unchanged ? ": unchanged, it already held these bytes, not rewritten" : "");
   out << fmt::format("          namespace splitkv::generated::{}: determine_num_splits(ShapeInfo), "
-                     "determine_num_splits_capacity_only(...), num_splits_heuristic_fa(...)\n",
-                     products.short_name);
+                     "determine_num_splits_capacity_only(...), {}(...)\n",
+                     products.short_name, call_site_function(products.training.kernel));
   if (!options.report_dir.empty()) {
     for (const auto& [path, bytes] : files) {
       if (path == products.header_path) continue;

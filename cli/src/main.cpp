@@ -11,6 +11,7 @@
 #include "evaluate_command.hpp"
 #include "fit_command.hpp"
 #include "merge_command.hpp"
+#include "option_checks.hpp"
 #include "ragged_command.hpp"
 #include "splitkv/heuristics/device_policy_kernels.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
@@ -50,9 +51,38 @@ int main(int argc, char** argv) {
                     "batch's real lengths, for drivers that time a kernel outside this binary "
                     "(scripts/fa3_sweep.py).");
   sweep->add_option("--shard", sweep_options.shard,
-                    "Run only shard i of N (i/N, 0 <= i < N): shapes are dealt round-robin, all "
-                    "split counts of a shape in the same shard. Default 0/1 (everything).");
+                    "Run only shard i of N (i/N, 0 <= i < N): all split counts of a shape go to the "
+                    "same shard, and the shapes are dealt as --shard-by says. Default 0/1 (everything).");
+  sweep->add_option("--shard-by", sweep_options.shard_by,
+                    "How shapes are dealt to shards. index: round-robin by position in the grid. cost: "
+                    "dearest first, each to the shard with the least estimated time so far (the --dry-run "
+                    "estimate, the same on every machine), so shards take about as long. Default index "
+                    "for --shard, cost for --devices and --emit-slurm; a resume must use the same.")
+      ->check(CLI::IsMember({"cost", "index"}));
   sweep->add_option("--device", sweep_options.device, "CUDA device ordinal to time on. Default 0.");
+  sweep->add_option("--devices", sweep_options.devices,
+                    "Sweep on several GPUs of this machine: all, or indices as `splitkv devices` numbers "
+                    "them (0,1,...). One worker process per entry, started with CUDA_VISIBLE_DEVICES=<index> "
+                    "on its own shard (--shard-by, default cost) into <out stem>.shards/shard<i>.csv with a "
+                    "log beside it; one progress line and ETA for all; a worker that dies is restarted "
+                    "with --resume (--worker-retries); when all are done their CSVs are merged into --out "
+                    "(as `splitkv merge` does). --resume continues every worker. The GPUs must be one "
+                    "model. An index may repeat: --devices 0,0 runs two workers that share GPU 0, which "
+                    "tests the machinery on one GPU but lets each disturb the other's timings.");
+  sweep->add_option("--worker-retries", sweep_options.worker_retries,
+                    "With --devices: how often a worker that dies (a crash, a kill, a lost GPU context) "
+                    "is restarted with --resume before the sweep gives up on it. Default 3.");
+  sweep->add_option("--emit-slurm", sweep_options.emit_slurm_dir,
+                    "Write a Slurm job array into this folder instead of sweeping: sweep_array.sh (one "
+                    "task per shard, each `splitkv sweep --shard i/N --resume` into DIR/shard<i>.csv, "
+                    "logs in DIR/logs), merge.sh (merges them into --out once the array is done, afterok), "
+                    "submit.sh (submits both) and resume.sh (resubmits only the shards not complete, then "
+                    "the merge). Needs --shards. SPLITKV_SBATCH_ARGS adds sbatch arguments to every job.");
+  sweep->add_option("--shards", sweep_options.slurm_shards, "With --emit-slurm: the number of array tasks (shards).")
+      ->check(splitkv::cli::positive_count());
+  sweep->add_option("--slurm-gres", sweep_options.slurm_gres,
+                    "With --emit-slurm: the --gres each array task asks for. Default gpu:1; none asks for "
+                    "nothing (CPU-only partitions).");
   sweep->add_option("--search", sweep_options.search,
                     "exhaustive: time every planned split count. pruned: per shape, walk the "
                     "split counts upwards and stop once three in a row are slower than the best.")
@@ -117,7 +147,10 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  if (sweep->parsed()) return splitkv::cli::run_sweep_command(sweep_options, out, err);
+  if (sweep->parsed()) {
+    sweep_options.device_given = sweep->count("--device") > 0;
+    return splitkv::cli::run_sweep_command(sweep_options, out, err);
+  }
   if (devices->parsed()) return splitkv::cli::run_devices_command(out, err);
   if (fit->parsed()) return splitkv::cli::run_fit_command(fit_options, out, err);
   if (merge->parsed()) return splitkv::cli::run_merge_command(merge_options, out, err);

@@ -1,5 +1,6 @@
 #include "sweep_command.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "output_paths.hpp"
 #include "splitkv/heuristics/device_policy_kernels.hpp"
 #include "splitkv/tuner/atomic_file.hpp"
+#include "splitkv/tuner/fake_gpu.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/grid_spec.hpp"
 #include "splitkv/tuner/plan_report.hpp"
@@ -18,18 +20,16 @@
 #include "splitkv/tuner/sidecar.hpp"
 #include "splitkv/tuner/sweep_plan.hpp"
 #include "splitkv/tuner/sweep_runner.hpp"
+#include "sweep_support.hpp"
 
 namespace splitkv::cli {
-namespace {
 
 namespace fs = std::filesystem;
 using namespace splitkv::tuner;
 
-constexpr int kExitFailed = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitInterrupted = 130;
-
 std::atomic<bool> g_stop_requested{false};
+
+namespace {
 
 // First SIGINT/SIGTERM: finish the point in flight, write the sidecar, exit. A second one
 // kills at once, for a sweep stuck inside a kernel.
@@ -40,13 +40,18 @@ extern "C" void request_stop(int signal_number) {
   }
 }
 
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+}  // namespace
 
-// Whether two paths name one file; paths that do not exist yet compare by their
-// normalized form.
+void install_stop_handlers() {
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+}
+
+void restore_default_signals() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code error;
   if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error) && !error;
@@ -56,10 +61,12 @@ bool same_file(const std::string& a, const std::string& b) {
   return !error && left == right;
 }
 
+namespace {
+
 // What a resume would refuse once the device is up, checked before it is: mixed rows in
 // the CSV, an unreadable sidecar, another grid or another shard.
 void check_resumable(const std::string& out_path, const ResultsCsv& contents,
-                     const std::string& grid_path, const ShardSpec& shard) {
+                     const std::string& grid_path, const ShardSpec& shard, ShardBy shard_by) {
   check_results_consistency(contents, out_path);
   const std::string sidecar_path = sidecar_path_for(out_path);
   std::error_code error;
@@ -77,12 +84,18 @@ void check_resumable(const std::string& out_path, const ResultsCsv& contents,
                                  "--shard {} or write to a new --out",
                                  sidecar_path, previous.shard, shard.to_string(), previous.shard));
   }
+  if (shard.count > 1 && previous.shard_by != to_string(shard_by)) {
+    throw InputError(fmt::format("{}: shard_by: shard {} of this CSV was dealt by {}, not {}; resume it "
+                                 "with --shard-by {} or write to a new --out",
+                                 sidecar_path, previous.shard, previous.shard_by, to_string(shard_by),
+                                 previous.shard_by));
+  }
 }
 
-// The output must go into an existing folder, never over the grid, and never over measured
-// data without --resume. Returns what the file already holds.
+}  // namespace
+
 ResultsCsv check_output(const std::string& out_path, bool resume, const std::string& grid_path,
-                        const ShardSpec& shard) {
+                        const ShardSpec& shard, ShardBy shard_by) {
   const fs::path path(out_path);
   const fs::path parent = path.parent_path();
   std::error_code error;
@@ -118,25 +131,29 @@ ResultsCsv check_output(const std::string& out_path, bool resume, const std::str
                                  "continue that sweep, or choose another --out",
                                  out_path, contents.rows.size() + (contents.torn ? 1 : 0)));
   }
-  if (resume) check_resumable(out_path, contents, grid_path, shard);
+  if (resume) check_resumable(out_path, contents, grid_path, shard, shard_by);
   return contents;
 }
 
-std::string resume_report(const std::string& out_path, const ResultsCsv& contents,
-                          const SweepPlan& plan, const std::vector<std::string>& kernels) {
+namespace {
+
+std::string resume_report(const std::string& out_path, const ResultsCsv& contents, const SweepPlan& plan,
+                          const std::vector<std::string>& kernels, const std::vector<std::string>& own_count_kernels) {
   const ResumeState state = resume_state_from(contents);
+  std::int64_t planned = 0;
   std::int64_t finished = 0;
   for (const auto& kernel : kernels) {
+    const bool picks_own =
+        std::find(own_count_kernels.begin(), own_count_kernels.end(), kernel) != own_count_kernels.end();
     for (const SweepShape& shape : plan.shapes) {
-      for (int splits : shape.split_counts) {
+      for (int splits : timed_split_counts(shape, picks_own)) {
+        ++planned;
         finished += state.finished.count(resume_key(kernel, shape.point(splits)));
       }
     }
   }
   std::string text = fmt::format("resume    {} holds {} rows; {} of the {} planned rows are done, {} left\n",
-                                 out_path, contents.rows.size(), finished,
-                                 plan.point_count() * std::int64_t(kernels.size()),
-                                 plan.point_count() * std::int64_t(kernels.size()) - finished);
+                                 out_path, contents.rows.size(), finished, planned, planned - finished);
   if (contents.torn) {
     text += fmt::format("          line {} is torn ({} bytes); --resume will cut it off\n",
                         contents.torn->line, contents.torn->text.size());
@@ -144,7 +161,8 @@ std::string resume_report(const std::string& out_path, const ResultsCsv& content
   return text;
 }
 
-// A path or value as a POSIX shell reads it back: bare when safe, else single-quoted.
+}  // namespace
+
 std::string shell_quote(const std::string& text) {
   const bool safe = !text.empty() && text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                             "0123456789_./:,=+-@%") == std::string::npos;
@@ -154,36 +172,79 @@ std::string shell_quote(const std::string& text) {
   return quoted + "'";
 }
 
-// The exact command that continues this sweep: same grid, output, shard, search, kernels
-// and device, plus --resume.
-std::string resume_command(const SweepCommandOptions& options, const std::vector<std::string>& kernels) {
+std::string joined_kernels(const std::vector<std::string>& kernels) {
+  std::string joined;
+  for (const auto& name : kernels) joined += (joined.empty() ? "" : ",") + name;
+  return joined;
+}
+
+// Flags that a resume or a shard's sweep repeats when they differ from the defaults.
+std::vector<std::string> repeated_flags(const SweepCommandOptions& options, const SweepInputs& inputs) {
+  std::vector<std::string> flags;
+  if (options.search != "exhaustive") flags.insert(flags.end(), {"--search", options.search});
+  if (inputs.kernels.size() != 1 || inputs.kernels.front() != kDefaultKernelName) {
+    flags.insert(flags.end(), {"--kernel", joined_kernels(inputs.kernels)});
+  }
+  return flags;
+}
+
+std::vector<std::string> shard_sweep_arguments(const SweepCommandOptions& options, const SweepInputs& inputs,
+                                               const std::string& out_csv, const std::string& shard) {
+  std::vector<std::string> args = {"sweep", "--grid", options.grid_path, "--out", out_csv, "--shard", shard,
+                                   "--shard-by", std::string(to_string(inputs.shard_by)), "--resume"};
+  for (std::string& flag : repeated_flags(options, inputs)) args.push_back(std::move(flag));
+  return args;
+}
+
+std::string resume_command(const SweepCommandOptions& options, const SweepInputs& inputs) {
   std::string command = "splitkv sweep --grid " + shell_quote(options.grid_path) + " --out " +
                         shell_quote(options.out_path) + " --resume";
-  if (options.shard != "0/1") command += " --shard " + shell_quote(options.shard);
-  if (options.search != "exhaustive") command += " --search " + shell_quote(options.search);
-  if (options.device != 0) command += " --device " + std::to_string(options.device);
-  if (kernels.size() != 1 || kernels.front() != kDefaultKernelName) {
-    std::string joined;
-    for (const auto& name : kernels) joined += (joined.empty() ? "" : ",") + name;
-    command += " --kernel " + shell_quote(joined);
+  if (!options.devices.empty()) {
+    command += " --devices " + shell_quote(options.devices);
+    if (inputs.shard_by != ShardBy::cost) command += " --shard-by index";
+  } else {
+    if (options.shard != "0/1") command += " --shard " + shell_quote(options.shard);
+    if (options.shard != "0/1" && inputs.shard_by != ShardBy::index) command += " --shard-by cost";
+    if (options.device != 0) command += " --device " + std::to_string(options.device);
   }
+  for (const std::string& flag : repeated_flags(options, inputs)) command += " " + shell_quote(flag);
   return command;
 }
 
+std::string self_executable() {
+  std::error_code error;
+  const fs::path self = fs::canonical("/proc/self/exe", error);
+  return error ? std::string("splitkv") : self.string();
+}
+
+namespace {
+
 int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err) {
-  const GridSpec grid = load_grid_file(options.grid_path);
+  SweepInputs inputs;
+  inputs.grid = load_grid_file(options.grid_path);
+  const GridSpec& grid = inputs.grid;
   const ShardSpec shard = parse_shard(options.shard);
   const auto search = parse_search_mode(options.search);
   if (!search) {
     throw InputError(fmt::format("--search {}: expected exhaustive or pruned", options.search));
   }
-  std::vector<std::string> kernels = options.kernels;
+  inputs.search = *search;
+  const bool several = !options.devices.empty() || !options.emit_slurm_dir.empty();
+  const auto shard_by = parse_shard_by(options.shard_by.empty() ? (several ? "cost" : "index") : options.shard_by);
+  if (!shard_by) throw InputError(fmt::format("--shard-by {}: expected cost or index", options.shard_by));
+  inputs.shard_by = *shard_by;
+  std::vector<std::string>& kernels = inputs.kernels;
+  kernels = options.kernels;
   if (kernels.empty()) kernels.push_back(kDefaultKernelName);
+  // Kernels whose own plan picks the split count are timed once per shape; only a build that
+  // has the kernels can ask them.
+  std::vector<std::string> own_count_kernels;
   if (built_with_cuda()) {
     KernelRegistry registry;
     heuristics::register_all_kernels(registry);
     for (const auto& name : kernels) {
-      if (!registry.contains(name)) registry.create(name);  // throws, naming the known kernels
+      // Throws for an unknown name, naming the known kernels; creating one touches no device.
+      if (registry.create(name)->picks_own_split_count()) own_count_kernels.push_back(name);
     }
   }
   if (options.out_path.empty() && !options.dry_run) {
@@ -197,14 +258,26 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
     }
     if (!output_path_usable(options.plan_csv_path, "sweep", "--plan-csv", err)) return kExitBadInput;
   }
+  if (several) {
+    const char* mode = options.devices.empty() ? "--emit-slurm" : "--devices";
+    if (!options.devices.empty() && !options.emit_slurm_dir.empty()) {
+      throw InputError("--devices and --emit-slurm: choose one (a Slurm array task runs on the GPU Slurm gives it)");
+    }
+    if (options.shard != "0/1") throw InputError(fmt::format("{} deals the grid into its own shards; drop --shard", mode));
+    if (options.device_given) throw InputError(fmt::format("{} picks the devices; drop --device", mode));
+    if (!options.plan_csv_path.empty()) throw InputError(fmt::format("--plan-csv plans one shard; drop {}", mode));
+    if (!options.devices.empty()) return run_multi_device_sweep(options, inputs, out, err);
+    return emit_slurm_scripts(options, inputs, out, err);
+  }
+  if (options.slurm_shards != 0) throw InputError("--shards is the shard count of --emit-slurm; add --emit-slurm DIR");
 
   std::optional<ResultsCsv> existing;
   if (!options.out_path.empty()) {
-    existing = check_output(options.out_path, options.resume, options.grid_path, shard);
+    existing = check_output(options.out_path, options.resume, options.grid_path, shard, inputs.shard_by);
   }
 
   const SweepPlan whole = expand_grid(grid);
-  const SweepPlan selected = select_shard(whole, shard);
+  const SweepPlan selected = select_shard(grid, whole, shard, inputs.shard_by);
 
   if (options.dry_run) {
     PlanReportInput report;
@@ -213,7 +286,9 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
     report.whole = &whole;
     report.shard = &selected;
     report.shard_spec = shard;
+    report.shard_by = inputs.shard_by;
     report.kernels = kernels;
+    report.own_count_kernels = own_count_kernels;
     report.search = *search;
     out << format_plan_report(report);
     if (!options.plan_csv_path.empty()) {
@@ -221,7 +296,7 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
       out << fmt::format("plan csv  {} lines written to {}\n", selected.point_count(), options.plan_csv_path);
     }
     if (existing && has_measured_data(*existing)) {
-      out << resume_report(options.out_path, *existing, selected, kernels);
+      out << resume_report(options.out_path, *existing, selected, kernels, own_count_kernels);
     }
     return 0;
   }
@@ -230,6 +305,7 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
   request.grid = grid;
   request.plan = selected;
   request.shard = shard;
+  request.shard_by = inputs.shard_by;
   request.out_csv = options.out_path;
   request.resume = options.resume;
   request.device = options.device;
@@ -237,11 +313,9 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
   request.kernel_names = kernels;
   request.register_more_kernels = heuristics::register_device_policy_kernels;
   request.stop_requested = &g_stop_requested;
-  std::signal(SIGINT, request_stop);
-  std::signal(SIGTERM, request_stop);
-  const GpuSweepResult result = run_gpu_sweep(request);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  install_stop_handlers();
+  const GpuSweepResult result = run_sweep_on_device(request);
+  restore_default_signals();
   if (!result.started) {
     err << "splitkv sweep: " << result.error << "\n";
     return kExitFailed;
@@ -253,7 +327,7 @@ int run(const SweepCommandOptions& options, std::ostream& out, std::ostream& err
                      summary.already_done, summary.search_skipped, format_duration(summary.elapsed_s));
   if (!summary.message.empty()) err << "splitkv sweep: " << summary.message << "\n";
   if (summary.stop != StopReason::complete) {
-    err << "splitkv sweep: resume with: " << resume_command(options, kernels) << "\n";
+    err << "splitkv sweep: resume with: " << resume_command(options, inputs) << "\n";
   }
   switch (summary.stop) {
     case StopReason::complete:

@@ -14,9 +14,16 @@ struct SweepCommandOptions {
   bool dry_run = false;
   std::string plan_csv_path;  // with dry_run: where the planned points go as CSV
   std::string shard = "0/1";
+  std::string shard_by;       // cost | index; empty: index, or cost with --devices and --emit-slurm
   int device = 0;
+  bool device_given = false;  // --device was on the command line
   std::string search = "exhaustive";
   std::vector<std::string> kernels;
+  std::string devices;        // --devices: "all" or "0,1,..."; empty: one process on --device
+  int worker_retries = 3;     // --devices: restarts of a worker that dies, each
+  std::string emit_slurm_dir; // --emit-slurm: write the Slurm scripts here instead of sweeping
+  int slurm_shards = 0;       // --shards: array tasks of --emit-slurm
+  std::string slurm_gres = "gpu:1";  // --slurm-gres: what each array task asks for; "none" for nothing
 };
 
 // Exit codes: 0 done, 1 could not run or stopped on a device error (rows kept),

@@ -20,6 +20,11 @@ splitkv_cli_test(dry_run_quick 0 "planned in .* shapes.*first +contiguous bf16 b
   sweep --grid sweeps/quick.json --dry-run)
 splitkv_cli_test(dry_run_shard 0 "shard +1/3: "
   sweep --grid sweeps/full.json --dry-run --shard 1/3)
+# A kernel that picks its own split count is planned once per shape: 12 fixed counts + 1 policy row.
+if(SPLITKV_TUNER_HAS_FLASHINFER)
+  splitkv_cli_test(dry_run_own_count_kernel_once_per_shape 0 "flashinfer, flashinfer_heuristic -> 13 rows"
+    sweep --grid sweeps/flashinfer_smoke.json --dry-run --kernel flashinfer,flashinfer_heuristic)
+endif()
 # Every committed grid plans: a grid file broken by an edit fails here, not on the GPU machine. The
 # glob is taken at configure time (a new grid file needs a re-run of cmake to be picked up).
 file(GLOB SPLITKV_COMMITTED_GRIDS RELATIVE ${PROJECT_SOURCE_DIR}

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "splitkv/heuristics/peer_kernels.hpp"
 #include "splitkv/heuristics/policy_set.hpp"
 #include "splitkv/tuner/sidecar.hpp"
 
@@ -63,8 +64,10 @@ FitProducts run_fit(const FitRequest& request) {
     }
   }
 
-  out.short_name = request.gpu_short_name.empty() ? short_gpu_name(out.training.gpu) : request.gpu_short_name;
-  check_short_name(out.short_name);
+  const std::string gpu_short =
+      request.gpu_short_name.empty() ? short_gpu_name(out.training.gpu) : request.gpu_short_name;
+  check_short_name(gpu_short);
+  out.short_name = table_short_name(out.training.kernel, gpu_short);
   if (request.table) check_table_gpu(request, out.training);
   FitOptions options = request.options;
   if (options.sm_count == 0) options.sm_count = out.training.sm_count;  // waves are counted on the measured GPU
@@ -77,8 +80,10 @@ FitProducts run_fit(const FitRequest& request) {
   }
 
   const int sms = out.training.sm_count;
+  const std::string& kernel = out.training.kernel;
   const auto policies = [&] {
-    return request.table ? all_policies(given_table_policies(*request.table), sms) : all_policies(out.fit, sms);
+    return request.table ? all_policies(given_table_policies(*request.table), sms, kernel)
+                         : all_policies(out.fit, sms, kernel);
   };
   out.evaluations.push_back(evaluate_policies("in_sample", out.training.shapes, policies()));
   if (request.cross_validate && !request.table) {
@@ -90,7 +95,7 @@ FitProducts run_fit(const FitRequest& request) {
     out.evaluations.push_back(evaluate_policies("validation", out.validation.shapes, policies()));
   }
   for (const Evaluation& e : out.evaluations) {
-    for (RegretSummaryRow& row : summarize(e)) out.summary.push_back(std::move(row));
+    for (RegretSummaryRow& row : summarize(e, report_subsets(kernel))) out.summary.push_back(std::move(row));
   }
 
   out.context.gpu = out.training.gpu;
@@ -112,7 +117,7 @@ std::map<std::string, std::string> report_files(const FitProducts& p, const std:
   const fs::path folder = summary.parent_path();
   const std::string stem = summary.stem().string();
   std::map<std::string, std::string> files;
-  files[summary.string()] = regret_summary_csv(p.summary);
+  files[summary.string()] = regret_summary_csv(p.summary, find_peer_kernel(p.context.kernel) != nullptr);
   files[(folder / (stem + "_points.csv")).string()] = regret_points_csv(p.evaluations);
   files[(folder / (stem + ".md")).string()] = regret_markdown(p.evaluations, p.summary, p.context);
   if (with_fit_notes) files[(folder / "fit.md").string()] = fit_markdown(p.fit, p.training);
@@ -120,27 +125,43 @@ std::map<std::string, std::string> report_files(const FitProducts& p, const std:
 }
 
 std::string console_summary(const FitProducts& p) {
+  const PeerKernel* peer = find_peer_kernel(p.context.kernel);
+  // Beside ours in the capacity subsets: FA2 from the capacity, and a peer's own rule.
+  const auto shown = [peer](const std::string& policy) {
+    if (policy == "ours" || policy == "ours_capacity_only" || policy == "fa2_capacity") return true;
+    if (peer == nullptr) return false;
+    for (const PolicyKernel& k : peer->policy_kernels) {
+      if (k.name == policy) return true;
+    }
+    return false;
+  };
   std::string out;
+  const auto subset_lines = [&](const std::string& dataset, const std::string& subset, const char* heading,
+                                bool every_policy) {
+    bool header = false;
+    for (const RegretSummaryRow& r : p.summary) {
+      if (r.dataset != dataset || r.subset != subset || !(every_policy || shown(r.policy))) continue;
+      if (!header && heading != nullptr) out += heading;
+      header = true;
+      out += fmt::format("  {:<22} {:>7} {:>8.4f} {:>8.4f} {:>8.4f} {:>9.1f}%\n", r.policy, r.stats.shapes,
+                         r.stats.geomean, r.stats.p95, r.stats.max, 100.0 * r.stats.within_5pct);
+    }
+  };
   for (const Evaluation& e : p.evaluations) {
     out += fmt::format("\n{} ({} shapes): regret = policy time / fastest measured time\n", e.dataset, e.shapes.size());
     out += fmt::format("  {:<22} {:>7} {:>8} {:>8} {:>8} {:>10}\n", "policy", "shapes", "geomean", "p95", "max",
                        "within 5%");
-    for (const RegretSummaryRow& r : p.summary) {
-      if (r.dataset != e.dataset || r.subset != "all") continue;
-      out += fmt::format("  {:<22} {:>7} {:>8.4f} {:>8.4f} {:>8.4f} {:>9.1f}%\n", r.policy, r.stats.shapes,
-                         r.stats.geomean, r.stats.p95, r.stats.max, 100.0 * r.stats.within_5pct);
-    }
+    subset_lines(e.dataset, "all", nullptr, true);
     // The capacity scenario, stated beside ours.
-    bool header = false;
+    subset_lines(e.dataset, "capacity_gt_length", "  capacity > real length:\n", false);
+    if (peer == nullptr) continue;
+    const std::string slice = capacity_scenario_subset().name;
+    subset_lines(e.dataset, slice, "  capacity 131072, fixed lengths 1024-32768:\n", false);
     for (const RegretSummaryRow& r : p.summary) {
-      if (r.dataset != e.dataset || r.subset != "capacity_gt_length") continue;
-      if (r.policy != "ours" && r.policy != "ours_capacity_only" && r.policy != "fa2_capacity") continue;
-      if (!header) {
-        out += "  capacity > real length:\n";
-        header = true;
+      if (r.dataset == e.dataset && r.subset == slice && r.policy == peer->headline_policy && r.stats.ours_speedup > 0) {
+        out += fmt::format("  ours is {:.4f}x faster than {} there (geomean over {} shapes of its time / ours)\n",
+                           r.stats.ours_speedup, r.policy, r.stats.shapes);
       }
-      out += fmt::format("  {:<22} {:>7} {:>8.4f} {:>8.4f} {:>8.4f} {:>9.1f}%\n", r.policy, r.stats.shapes,
-                         r.stats.geomean, r.stats.p95, r.stats.max, 100.0 * r.stats.within_5pct);
     }
   }
   return out;

@@ -63,6 +63,7 @@ class HeaderParser {
 
     h.gpu_name = string_constant("kGpuName");
     h.input_sha256 = string_constant("kInputSha256");
+    h.kernel = find_string_constant("kKernel").value_or("splitkv");  // our own kernel's headers name none
     h.sm_count = int_constant("kSmCount");
     if (h.sm_count <= 0) fail(line_of("kSmCount"), fmt::format("kSmCount {} is not a positive SM count", h.sm_count));
     if (!std::regex_match(h.input_sha256, std::regex("[0-9a-f]{64}"))) {
@@ -131,12 +132,17 @@ class HeaderParser {
 
   int line_of(const std::string& constant) const { return find(" " + constant + " = ", 0) + 1; }
 
-  std::string string_constant(const std::string& name) const {
-    const std::regex pattern("^inline constexpr char " + name + R"re(\[\] = "([^"]*)";$)re");
+  std::optional<std::string> find_string_constant(const std::string& name) const {
+    const std::regex pattern("^inline constexpr char " + name + R"re(\[\] = "([^"]*)";(  //.*)?$)re");
     std::smatch m;
     for (const std::string& line : lines_) {
       if (std::regex_match(line, m, pattern)) return m[1];
     }
+    return std::nullopt;
+  }
+
+  std::string string_constant(const std::string& name) const {
+    if (std::optional<std::string> value = find_string_constant(name)) return *value;
     fail(0, fmt::format("{}: missing (the header is cut short or was edited)", name));
   }
 

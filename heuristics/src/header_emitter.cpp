@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "splitkv/heuristics/peer_kernels.hpp"
+
 namespace splitkv::heuristics {
 namespace {
 
@@ -33,6 +35,7 @@ std::string counts_line(const RowCounts& c) {
   std::string line = fmt::format("{} rows, {} ok and fitted", c.rows, c.ok);
   line += excluded.empty() ? "; none excluded" : "; excluded " + excluded;
   if (c.superseded) line += fmt::format("; {} throttled rows superseded", c.superseded);
+  if (c.policy_rows) line += fmt::format("; {} policy rows kept for evaluation, not fitted", c.policy_rows);
   if (c.other_kernels) line += fmt::format("; {} rows of other kernels ignored", c.other_kernels);
   return line;
 }
@@ -351,6 +354,92 @@ std::string head_dim_class_body(const std::vector<int>& thresholds) {
   return fmt::format("  return 0{};\n", sum_of_comparisons("head_dim", thresholds));
 }
 
+// A call site's CTAs rescaled to this table's SM count, so that the table sees as many CTAs per SM.
+constexpr std::string_view kRescaledCtas =
+    "  const long long ctas = num_SMs > 0 ? (work * kSmCount + num_SMs / 2) / num_SMs : work;\n";
+
+// The lookup with the arguments of the call site the table's kernel is called from
+// (peer_kernels.hpp): FlashAttention 2's for our own kernel, else the peer's.
+std::string call_site_text(const HeaderProvenance& p) {
+  const PeerKernel* peer = find_peer_kernel(p.kernel);
+  switch (peer ? peer->call_site : CallSite::flash_attention) {
+    case CallSite::flash_attention_3:
+      return fmt::format(
+          "// Drop-in for FlashAttention 3's get_num_splits(params) / num_splits_heuristic: this table,\n"
+          "// fitted on FA3's own decode kernel at fixed split counts, asked about max_seqlen_k. Pass the\n"
+          "// batch's REAL max length: the table is keyed on it, while FA3's rule sees seqlen_k, the cache\n"
+          "// capacity, unless told otherwise (with only the capacity known, call\n"
+          "// determine_num_splits_capacity_only). CTAs before splitting are batch * num_heads_k (FA3 packs\n"
+          "// a query group into one CTA, so num_heads does not enter), rescaled to this table's SM count\n"
+          "// when num_SMs differs ({sms}). The contiguous plane is used: the signature carries no page\n"
+          "// size. FA3's prepare kernel may still give a sequence shorter than max_seqlen_k fewer splits.\n"
+          "SPLITKV_GENERATED_HOST_DEVICE inline int num_splits_heuristic_fa3(int batch, int num_heads, int num_heads_k,\n"
+          "                                                                  int head_size, int max_seqlen_k,\n"
+          "                                                                  int num_SMs) {{\n"
+          "  static_cast<void>(num_heads);  // the table keys on batch * num_heads_k\n"
+          "  const long long work = detail::ctas_before_splitting(batch, num_heads_k);\n"
+          "{rescaled}"
+          "  return detail::real_length_lookup(ctas, head_size, max_seqlen_k, 0);\n"
+          "}}\n",
+          fmt::arg("sms", p.sm_count), fmt::arg("rescaled", kRescaledCtas));
+    case CallSite::flashinfer:
+      return fmt::format(
+          "// What num_splits_flashinfer returns: the table's split count for the longest sequence and the\n"
+          "// kv chunk size in pages that cuts it so, ceil(max_pages / num_splits) (with that chunk the\n"
+          "// longest sequence gets ceil(max_pages / kv_chunk_pages) <= num_splits chunks).\n"
+          "struct FlashInferSplitKv {{\n"
+          "  int num_splits = 1;\n"
+          "  int kv_chunk_pages = 1;\n"
+          "}};\n"
+          "\n"
+          "// Drop-in for FlashInfer's decode planning, which splits the KV cache into chunks of pages: this\n"
+          "// table, fitted on FlashInfer's decode kernel at fixed split counts, asked about the batch's\n"
+          "// longest kv length in tokens (max_kv_len; its pages are ceil(max_kv_len / page_size)). CTAs\n"
+          "// before splitting are batch * num_kv_heads (a CTA holds a query group, so num_qo_heads does not\n"
+          "// enter), rescaled to this table's SM count when num_SMs differs ({sms}). Give kv_chunk_pages to\n"
+          "// the plan as its fixed split size (pages) where the FlashInfer version takes one.\n"
+          "SPLITKV_GENERATED_HOST_DEVICE inline FlashInferSplitKv num_splits_flashinfer(int batch, int num_qo_heads,\n"
+          "                                                                            int num_kv_heads, int head_dim,\n"
+          "                                                                            int page_size, int max_kv_len,\n"
+          "                                                                            int num_SMs) {{\n"
+          "  static_cast<void>(num_qo_heads);  // the table keys on batch * num_kv_heads\n"
+          "  const long long work = detail::ctas_before_splitting(batch, num_kv_heads);\n"
+          "{rescaled}"
+          "  const int page = page_size > 0 ? page_size : 1;\n"
+          "  const long long pages = max_kv_len > 0 ? ((long long)max_kv_len + page - 1) / page : 1;\n"
+          "  FlashInferSplitKv out;\n"
+          "  out.num_splits = detail::real_length_lookup(ctas, head_dim, max_kv_len, page);\n"
+          "  out.kv_chunk_pages = (int)((pages + out.num_splits - 1) / out.num_splits);\n"
+          "  return out;\n"
+          "}}\n",
+          fmt::arg("sms", p.sm_count), fmt::arg("rescaled", kRescaledCtas));
+    case CallSite::flash_attention:
+      break;
+  }
+  return fmt::format(
+      "// Drop-in for FlashAttention's num_splits heuristic call site. seqlen_k is taken as the\n"
+      "// cache CAPACITY, because that is what FlashAttention passes from its KV-cache path\n"
+      "// (kcache.size(1), or block_table.size(1) * page_size); callers that pass a real max length\n"
+      "// should call determine_num_splits_real_length instead. The work count follows FA: with one\n"
+      "// query token and grouped heads the group folds into M (batch * num_heads_k * ceil(group / 64)),\n"
+      "// otherwise batch * num_heads * ceil(seqlen_q / 64). It is rescaled to this table's SM\n"
+      "// count when num_SMs differs ({sms}), so that the table sees the same CTAs per SM. The\n"
+      "// contiguous plane is used: FA's signature carries no page size.\n"
+      "SPLITKV_GENERATED_HOST_DEVICE inline int num_splits_heuristic_fa(int batch, int num_heads, int num_heads_k,\n"
+      "                                                                 int head_size, int seqlen_q, int seqlen_k,\n"
+      "                                                                 int num_SMs) {{\n"
+      "  const int heads_k = num_heads_k > 0 ? num_heads_k : 1;\n"
+      "  const int group = num_heads > heads_k ? num_heads / heads_k : 1;\n"
+      "  const long long rows = seqlen_q > 0 ? seqlen_q : 1;\n"
+      "  const long long work = (rows == 1 && group > 1)\n"
+      "                             ? detail::ctas_before_splitting(batch, heads_k) * ((group + 63) / 64)\n"
+      "                             : detail::ctas_before_splitting(batch, num_heads > 0 ? num_heads : 1) * ((rows + 63) / 64);\n"
+      "{rescaled}"
+      "  return detail::capacity_lookup(ctas, head_size, seqlen_k, 0);\n"
+      "}}\n",
+      fmt::arg("sms", p.sm_count), fmt::arg("rescaled", kRescaledCtas));
+}
+
 }  // namespace
 
 std::string short_gpu_name(std::string_view gpu_name) {
@@ -410,12 +499,13 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
   const EmittedTable cap_table = emit_table(cap, "capacity", "capacity");
 
   const std::string& input_arguments = p.input_arguments.empty() ? p.input_path : p.input_arguments;
+  const PeerKernel* peer = find_peer_kernel(p.kernel);
   std::string out;
   out += fmt::format(
-      "// num_splits_{short}.hpp: split-KV decode num_splits heuristic for {gpu} ({sms} SMs).\n"
+      "// num_splits_{short}.hpp: {subject}.\n"
       "//\n"
       "// GENERATED by `splitkv fit`; do not edit. Regenerate (or verify with --check) with\n"
-      "//   splitkv fit {input_arguments} --out {output}\n"
+      "//   splitkv fit {input_arguments}{kernel_argument} --out {output}\n"
       "//\n"
       "// Provenance\n"
       "//   gpu        {gpu}, {sms} SMs (SM count from the {sms_source})\n"
@@ -464,6 +554,7 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "inline constexpr char kGpuName[] = \"{gpu}\";\n"
       "inline constexpr int kSmCount = {sms};\n"
       "inline constexpr char kInputSha256[] = \"{sha}\";\n"
+      "{kernel_constant}"
       "\n"
       "// What the host knows about one decode step.\n"
       "struct ShapeInfo {{\n"
@@ -477,6 +568,16 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "}};\n"
       "\n",
       fmt::arg("short", p.short_name), fmt::arg("gpu", p.gpu_name), fmt::arg("sms", p.sm_count),
+      fmt::arg("subject", peer ? fmt::format("num_splits for {}'s decode kernel (`{}` rows) on {} ({} SMs)",
+                                             peer->title, p.kernel, p.gpu_name, p.sm_count)
+                               : fmt::format("split-KV decode num_splits heuristic for {} ({} SMs)", p.gpu_name,
+                                             p.sm_count)),
+      fmt::arg("kernel_argument", kernel_argument(p.kernel)),
+      fmt::arg("kernel_constant",
+               is_own_kernel(p.kernel)
+                   ? std::string()
+                   : fmt::format("inline constexpr char kKernel[] = \"{}\";  // the kernel whose rows were fitted\n",
+                                 p.kernel)),
       fmt::arg("sms_source", p.sm_count_source.empty() ? "caller" : p.sm_count_source),
       fmt::arg("input", p.input_path), fmt::arg("input_arguments", input_arguments), fmt::arg("output", p.output_path),
       fmt::arg("sha", p.input_sha256),
@@ -667,29 +768,10 @@ std::string emit_num_splits_header(const FittedHeuristic& fit, const HeaderProve
       "  }}\n"
       "}}\n"
       "\n"
-      "// Drop-in for FlashAttention's num_splits heuristic call site. seqlen_k is taken as the\n"
-      "// cache CAPACITY, because that is what FlashAttention passes from its KV-cache path\n"
-      "// (kcache.size(1), or block_table.size(1) * page_size); callers that pass a real max length\n"
-      "// should call determine_num_splits_real_length instead. The work count follows FA: with one\n"
-      "// query token and grouped heads the group folds into M (batch * num_heads_k * ceil(group / 64)),\n"
-      "// otherwise batch * num_heads * ceil(seqlen_q / 64). It is rescaled to this table's SM\n"
-      "// count when num_SMs differs ({sms}), so that the table sees the same CTAs per SM. The\n"
-      "// contiguous plane is used: FA's signature carries no page size.\n"
-      "SPLITKV_GENERATED_HOST_DEVICE inline int num_splits_heuristic_fa(int batch, int num_heads, int num_heads_k,\n"
-      "                                                                 int head_size, int seqlen_q, int seqlen_k,\n"
-      "                                                                 int num_SMs) {{\n"
-      "  const int heads_k = num_heads_k > 0 ? num_heads_k : 1;\n"
-      "  const int group = num_heads > heads_k ? num_heads / heads_k : 1;\n"
-      "  const long long rows = seqlen_q > 0 ? seqlen_q : 1;\n"
-      "  const long long work = (rows == 1 && group > 1)\n"
-      "                             ? detail::ctas_before_splitting(batch, heads_k) * ((group + 63) / 64)\n"
-      "                             : detail::ctas_before_splitting(batch, num_heads > 0 ? num_heads : 1) * ((rows + 63) / 64);\n"
-      "  const long long ctas = num_SMs > 0 ? (work * kSmCount + num_SMs / 2) / num_SMs : work;\n"
-      "  return detail::capacity_lookup(ctas, head_size, seqlen_k, 0);\n"
-      "}}\n"
+      "{call_site}"
       "\n"
       "}}  // namespace splitkv::generated::{short}\n",
-      fmt::arg("sms", p.sm_count), fmt::arg("short", p.short_name));
+      fmt::arg("call_site", call_site_text(p)), fmt::arg("short", p.short_name));
   return out;
 }
 

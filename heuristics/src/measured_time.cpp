@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "splitkv/heuristics/peer_kernels.hpp"
 #include "splitkv/split_partition.hpp"
 
 namespace splitkv::heuristics {
@@ -32,6 +33,7 @@ std::string_view to_string(SplitMatch match) {
     case SplitMatch::exact: return "exact";
     case SplitMatch::same_partition: return "same_partition";
     case SplitMatch::nearest: return "nearest";
+    case SplitMatch::policy_row: return "policy_row";
   }
   return "?";
 }
@@ -51,7 +53,8 @@ MeasuredTime time_at_splits(const MeasuredShape& shape, int requested_splits) {
     return out;
   };
   if (const SplitTiming* t = shape.find(out.requested)) return use(*t, SplitMatch::exact);
-  const int partition = splits_with_work(shape.point.context_len, out.requested);
+  const int partition =
+      find_peer_kernel(shape.kernel) ? out.requested : splits_with_work(shape.point.context_len, out.requested);
   if (partition != out.requested) {
     if (const SplitTiming* t = shape.find(partition)) return use(*t, SplitMatch::same_partition);
   }

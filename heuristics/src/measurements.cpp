@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "splitkv/heuristics/peer_kernels.hpp"
 #include "splitkv/split_partition.hpp"
 #include "splitkv/tuner/sha256.hpp"
 #include "splitkv/tuner/sidecar.hpp"
@@ -184,10 +185,24 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
                                  csv.rows.size()));
   }
   m.kernel = pick_kernel(kernels_with_ok, options.kernel, source);
+  const PeerKernel* peer = find_peer_kernel(m.kernel);
+  const auto is_policy_kernel = [peer](const std::string& kernel) {
+    if (peer == nullptr) return false;
+    for (const PolicyKernel& p : peer->policy_kernels) {
+      if (p.name == kernel) return true;
+    }
+    return false;
+  };
 
-  // Group ok rows of the chosen kernel by shape.
+  // Group ok rows of the chosen kernel by shape; keep its policy kernels' ok rows aside.
   std::map<std::string, MeasuredShape> by_shape;
   std::set<std::string> shapes_seen;
+  struct PolicyRow {
+    std::string kernel;
+    double time_us;
+    int line;
+  };
+  std::map<std::string, std::vector<PolicyRow>> policy_rows;  // by shape key
   for (std::size_t i = 0; i < csv.rows.size(); ++i) {
     const ResultRow& row = csv.rows[i];
     if (superseded[i]) {
@@ -195,7 +210,14 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
       continue;
     }
     if (row.kernel != m.kernel) {
-      if (row.status == PointStatus::ok) ++m.counts.other_kernels;
+      if (row.status != PointStatus::ok) continue;
+      if (!is_policy_kernel(row.kernel)) {
+        ++m.counts.other_kernels;
+        continue;
+      }
+      tuner::SweepPoint shape = row.point;
+      shape.num_splits = 0;
+      policy_rows[shape.shape_key()].push_back({row.kernel, row.time_us_median, csv.row_lines[i]});
       continue;
     }
     tuner::SweepPoint shape = row.point;
@@ -213,6 +235,21 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
     const std::int64_t bytes_per_token = 2LL * shape.num_kv_heads * shape.head_dim * tuner::bytes_per_element(shape.dtype);
     entry.total_tokens = row.kv_bytes > 0 && bytes_per_token > 0 ? row.kv_bytes / bytes_per_token : shape.total_tokens();
     entry.timings.push_back({row.point.num_splits, row.time_us_median, row.cv, csv.row_lines[i]});
+  }
+  for (const auto& [key, rows] : policy_rows) {
+    const auto shape = by_shape.find(key);
+    for (const PolicyRow& r : rows) {
+      if (shape == by_shape.end()) {
+        ++m.counts.other_kernels;  // no fixed-split time to compare it with
+        continue;
+      }
+      if (!shape->second.policy_time_us.emplace(r.kernel, r.time_us).second) {
+        throw InputError(fmt::format("{}:{}: a second ok row of policy kernel {} for shape {}; a policy kernel "
+                                     "has one row per shape",
+                                     source, r.line, r.kernel, key));
+      }
+      ++m.counts.policy_rows;
+    }
   }
   for (auto& [key, shape] : by_shape) {
     std::sort(shape.timings.begin(), shape.timings.end(),
@@ -352,6 +389,7 @@ Measurements merge_measurements(std::vector<Measurements> parts) {
     for (const auto& [status, n] : part.counts.excluded) merged.counts.excluded[status] += n;
     merged.counts.superseded += part.counts.superseded;
     merged.counts.other_kernels += part.counts.other_kernels;
+    merged.counts.policy_rows += part.counts.policy_rows;
     merged.counts.shapes += part.counts.shapes;
     merged.counts.shapes_without_ok_rows += part.counts.shapes_without_ok_rows;
   }

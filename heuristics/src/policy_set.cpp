@@ -6,6 +6,7 @@
 
 #include "splitkv/heuristics/baseline_policies.hpp"
 #include "splitkv/heuristics/oracle.hpp"
+#include "splitkv/heuristics/peer_kernels.hpp"
 #include "splitkv/num_splits.hpp"
 
 namespace splitkv::heuristics {
@@ -29,6 +30,8 @@ std::vector<Policy> reference_policies(int num_sms) {
                false, [num_sms](const MeasuredShape& s) {
                  const DecodeShape d = decode_shape(s, num_sms);
                  const int splits = fa2_num_splits(d, d.capacity_tokens);
+                 // A peer's kernel cuts the real length its own way: its rows at that count time it.
+                 if (find_peer_kernel(s.kernel)) return same(splits);
                  return PolicyPick{splits, capacity_chunks_with_work(d.capacity_tokens, d.context_len, splits)};
                }});
   p.push_back({"fa2_real_length", "FlashAttention 2 heuristic on seqlen_k = real length", false,
@@ -60,15 +63,32 @@ std::vector<Policy> table_policies(const FittedHeuristic& fit) {
   return p;
 }
 
-std::vector<Policy> all_policies(const FittedHeuristic& fit, int num_sms) {
-  return all_policies(table_policies(fit), num_sms);
+std::vector<Policy> policy_row_policies(const std::string& kernel) {
+  std::vector<Policy> p;
+  const PeerKernel* peer = find_peer_kernel(kernel);
+  if (peer == nullptr) return p;
+  for (const PolicyKernel& row : peer->policy_kernels) {
+    Policy policy{row.name, row.description, false, [](const MeasuredShape&) { return same(1); }};
+    policy.measured_time = [name = row.name](const MeasuredShape& s) -> std::optional<double> {
+      const auto it = s.policy_time_us.find(name);
+      if (it == s.policy_time_us.end()) return std::nullopt;
+      return it->second;
+    };
+    p.push_back(std::move(policy));
+  }
+  return p;
 }
 
-std::vector<Policy> all_policies(std::vector<Policy> tables, int num_sms) {
+std::vector<Policy> all_policies(const FittedHeuristic& fit, int num_sms, const std::string& kernel) {
+  return all_policies(table_policies(fit), num_sms, kernel);
+}
+
+std::vector<Policy> all_policies(std::vector<Policy> tables, int num_sms, const std::string& kernel) {
   std::vector<Policy> reference = reference_policies(num_sms);
   std::vector<Policy> out;
   out.push_back(reference.front());  // oracle
   for (Policy& p : tables) out.push_back(std::move(p));
+  for (Policy& p : policy_row_policies(kernel)) out.push_back(std::move(p));
   for (std::size_t i = 1; i < reference.size(); ++i) out.push_back(std::move(reference[i]));
   return out;
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "splitkv/heuristics/peer_kernels.hpp"
 #include "splitkv/tuner/progress.hpp"
 #include "splitkv/tuner/sweep_point.hpp"
 
@@ -21,6 +22,16 @@ constexpr double kWithinRegret = 1.05;
 
 PolicyOutcome outcome_for(const MeasuredShape& shape, const OracleChoice& oracle, const Policy& policy) {
   PolicyOutcome out;
+  if (policy.measured_time) {
+    // A peer's own choice, timed as a row of its own: the count it chose is not known (0).
+    const std::optional<double> time = policy.measured_time(shape);
+    if (!time) return out;  // not measured on this shape: left out of its summaries
+    out.evaluated = true;
+    out.pick = {0, 0};
+    out.measured = {0, 0, SplitMatch::policy_row, *time, 0};
+    out.regret = *time / oracle.fastest_time_us;
+    return out;
+  }
   out.evaluated = true;
   out.pick = policy.pick(shape);
   out.measured = time_at_splits(shape, out.pick.evaluated_splits);
@@ -90,7 +101,7 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
     FitOptions fold_options = options;
     fold_options.diagnose_dtypes = false;  // only the tables matter for held-out regret
     const FittedHeuristic fit = fit_heuristic(training, fold_options);
-    const std::vector<Policy> policies = all_policies(fit, num_sms);
+    const std::vector<Policy> policies = all_policies(fit, num_sms, shapes.front().kernel);
     for (std::size_t i : held_out) {
       ShapeResult r{shapes[i], oracle_choice(shapes[i]), std::vector<PolicyOutcome>(policies.size())};
       for (std::size_t k = 0; k < policies.size(); ++k) {
@@ -166,30 +177,59 @@ std::vector<ShapeSubset> default_subsets() {
   };
 }
 
+ShapeSubset capacity_scenario_subset() {
+  return {"capacity_131072", "fixed lengths 1024-32768 in a 131072-token cache: the capacity scenario",
+          [](const MeasuredShape& s) {
+            const tuner::SweepPoint& p = s.point;
+            return p.length_distribution.kind == tuner::LengthKind::fixed && p.cache_capacity == 131072 &&
+                   p.context_len >= 1024 && p.context_len <= 32768;
+          }};
+}
+
+std::vector<ShapeSubset> report_subsets(const std::string& kernel) {
+  std::vector<ShapeSubset> subsets = default_subsets();
+  if (find_peer_kernel(kernel)) subsets.push_back(capacity_scenario_subset());
+  return subsets;
+}
+
 std::vector<RegretSummaryRow> summarize(const Evaluation& evaluation, const std::vector<ShapeSubset>& subsets) {
+  const std::size_t ours =
+      std::size_t(std::find(evaluation.policies.begin(), evaluation.policies.end(), "ours") - evaluation.policies.begin());
   std::vector<RegretSummaryRow> rows;
   for (const ShapeSubset& subset : subsets) {
     for (std::size_t k = 0; k < evaluation.policies.size(); ++k) {
       std::vector<double> regrets;
       int exact = 0;
+      double log_speedup = 0;
+      int both = 0;
       for (const ShapeResult& r : evaluation.shapes) {
         if (!subset.contains(r.shape) || !r.outcomes[k].evaluated) continue;
         regrets.push_back(r.outcomes[k].regret);
-        exact += r.outcomes[k].measured.match == SplitMatch::exact ? 1 : 0;
+        const SplitMatch match = r.outcomes[k].measured.match;
+        exact += match == SplitMatch::exact || match == SplitMatch::policy_row ? 1 : 0;
+        if (ours < r.outcomes.size() && r.outcomes[ours].evaluated) {
+          log_speedup += std::log(r.outcomes[k].measured.time_us / r.outcomes[ours].measured.time_us);
+          ++both;
+        }
       }
       if (regrets.empty()) continue;
-      rows.push_back({evaluation.dataset, subset.name, evaluation.policies[k], regret_stats(regrets, exact)});
+      RegretStats stats = regret_stats(regrets, exact);
+      stats.ours_speedup = both > 0 ? std::exp(log_speedup / both) : 0;
+      rows.push_back({evaluation.dataset, subset.name, evaluation.policies[k], stats});
     }
   }
   return rows;
 }
 
-std::string regret_summary_csv(const std::vector<RegretSummaryRow>& rows) {
-  std::string out = "dataset,subset,policy,shapes,geomean_regret,p95_regret,max_regret,within_5pct,exact_split_share\n";
+std::string regret_summary_csv(const std::vector<RegretSummaryRow>& rows, bool with_speedup) {
+  std::string out = "dataset,subset,policy,shapes,geomean_regret,p95_regret,max_regret,within_5pct,exact_split_share";
+  out += with_speedup ? ",ours_speedup\n" : "\n";
   for (const RegretSummaryRow& r : rows) {
-    out += fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f}\n", r.dataset, r.subset, r.policy, r.stats.shapes,
+    out += fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f}", r.dataset, r.subset, r.policy, r.stats.shapes,
                        ratio(r.stats.geomean), ratio(r.stats.p95), ratio(r.stats.max), r.stats.within_5pct,
                        r.stats.exact_share);
+    if (with_speedup) out += "," + (r.stats.ours_speedup > 0 ? ratio(r.stats.ours_speedup) : std::string());
+    out += '\n';
   }
   return out;
 }
@@ -228,7 +268,10 @@ std::string regret_points_csv(const std::vector<Evaluation>& evaluations) {
           out += ",,,,,";
           continue;
         }
-        out += fmt::format(",{},{},{},{:.3f},{}", o->pick.splits, o->measured.timed, to_string(o->measured.match),
+        // A policy row's count is the peer's own and not known: its splits columns stay empty.
+        const bool row = o->measured.match == SplitMatch::policy_row;
+        out += fmt::format(",{},{},{},{:.3f},{}", row ? std::string() : std::to_string(o->pick.splits),
+                           row ? std::string() : std::to_string(o->measured.timed), to_string(o->measured.match),
                            o->measured.time_us, ratio(o->regret));
       }
       out += '\n';
@@ -240,20 +283,55 @@ std::string regret_points_csv(const std::vector<Evaluation>& evaluations) {
 namespace {
 
 std::string summary_table(const std::vector<RegretSummaryRow>& rows, const std::string& dataset,
-                          const std::string& subset) {
-  std::string out =
-      "| policy | shapes | geomean | p95 | max | within 5% | split timed exactly |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+                          const std::string& subset, bool with_speedup) {
+  std::string out = with_speedup ? "| policy | shapes | geomean | p95 | max | within 5% | split timed exactly | "
+                                   "ours' speedup |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+                                 : "| policy | shapes | geomean | p95 | max | within 5% | split timed exactly |\n"
+                                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   bool any = false;
   for (const RegretSummaryRow& r : rows) {
     if (r.dataset != dataset || r.subset != subset) continue;
     any = true;
     const bool ours = r.policy == "ours" || r.policy == "ours_capacity_only";
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", ours ? "**" + r.policy + "**" : r.policy,
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |", ours ? "**" + r.policy + "**" : r.policy,
                        r.stats.shapes, ratio(r.stats.geomean), ratio(r.stats.p95), ratio(r.stats.max),
                        percent(r.stats.within_5pct), percent(r.stats.exact_share));
+    if (with_speedup) out += fmt::format(" {} |", r.stats.ours_speedup > 0 ? ratio(r.stats.ours_speedup) : "");
+    out += '\n';
   }
   return any ? out : std::string();
+}
+
+const RegretSummaryRow* find_row(const std::vector<RegretSummaryRow>& rows, const std::string& dataset,
+                                 const std::string& subset, const std::string& policy) {
+  for (const RegretSummaryRow& r : rows) {
+    if (r.dataset == dataset && r.subset == subset && r.policy == policy) return &r;
+  }
+  return nullptr;
+}
+
+// A peer's report: its own rule (the headline policy row) against our table fitted on its rows.
+std::string peer_section(const PeerKernel& peer, const std::vector<Evaluation>& evaluations,
+                         const std::vector<RegretSummaryRow>& rows) {
+  std::string out = fmt::format(
+      "\n## {}'s own rule against our table\n\n"
+      "Both timed on `{}`'s rows: `ours` at the count our table, fitted on those rows, picks; `{}` as "
+      "measured. *Speedup* = geomean over the shapes of `{}`'s time / ours' time.\n\n"
+      "| dataset | subset | shapes | ours | {} | speedup of ours |\n| --- | --- | ---: | ---: | ---: | ---: |\n",
+      peer.title, peer.name, peer.headline_policy, peer.headline_policy, peer.headline_policy);
+  bool any = false;
+  for (const Evaluation& e : evaluations) {
+    for (const std::string& subset : {std::string("all"), capacity_scenario_subset().name}) {
+      const RegretSummaryRow* ours = find_row(rows, e.dataset, subset, "ours");
+      const RegretSummaryRow* theirs = find_row(rows, e.dataset, subset, peer.headline_policy);
+      if (ours == nullptr || theirs == nullptr) continue;
+      any = true;
+      out += fmt::format("| {} | {} | {} | {} | {} | {}x |\n", e.dataset, subset, theirs->stats.shapes,
+                         ratio(ours->stats.geomean), ratio(theirs->stats.geomean), ratio(theirs->stats.ours_speedup));
+    }
+  }
+  return any ? out : fmt::format("\n## {}'s own rule against our table\n\nNo `{}` rows in the data.\n", peer.title,
+                                 peer.headline_policy);
 }
 
 }  // namespace
@@ -278,6 +356,18 @@ std::string regret_markdown(const std::vector<Evaluation>& evaluations, const st
       "  timed count in log2 (`nearest`); `regret_points.csv` names the rule per shape (heuristics/FIT.md).\n"
       "- `fa2_capacity` is timed at the splits of FA2's capacity partition that overlap the real length.\n"
       "- `oracle` picks the fewest splits within the noise of the fastest, so its regret is the noise it accepts.\n";
+  const PeerKernel* peer = find_peer_kernel(c.kernel);
+  if (peer != nullptr) {
+    std::string names;
+    for (const PolicyKernel& p : peer->policy_kernels) names += (names.empty() ? "`" : ", `") + p.name + "`";
+    out += fmt::format(
+        "- {}: {}'s own choice of split count, timed as rows of their own (the count it chose is not known); "
+        "regret = that row's time / the fastest fixed-split time of the shape, below 1 where the choice beat "
+        "every count the sweep fixed. Only the fixed-split rows are fitted.\n"
+        "- *ours' speedup*: geomean over the same shapes of the policy's time / ours' time.\n",
+        names, peer->title);
+    out += peer_section(*peer, evaluations, rows);
+  }
   if (!evaluations.empty()) {
     out += "\n## Policies\n\n| policy | what it does |\n| --- | --- |\n";
     for (std::size_t k = 0; k < evaluations.front().policies.size(); ++k) {
@@ -298,8 +388,8 @@ std::string regret_markdown(const std::vector<Evaluation>& evaluations, const st
       out += "\nEach group of shapes sharing the held-out value is evaluated with tables fitted on all the other "
              "shapes.\n";
     }
-    for (const ShapeSubset& subset : default_subsets()) {
-      const std::string table = summary_table(rows, e.dataset, subset.name);
+    for (const ShapeSubset& subset : report_subsets(c.kernel)) {
+      const std::string table = summary_table(rows, e.dataset, subset.name, peer != nullptr);
       if (table.empty()) continue;
       out += fmt::format("\n### {} ({})\n\n{}", subset.name, subset.description, table);
     }

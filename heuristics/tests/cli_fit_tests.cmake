@@ -101,3 +101,28 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/results/h200/full.csv AND
   splitkv_cli_test(fit_check_committed_h200 0 "num_splits_h200\\.hpp is up to date with results/h200/full\\.csv"
     fit results/h200/full.csv --out heuristics/generated/num_splits_h200.hpp --check)
 endif()
+# The same for each committed peer table (heuristics/FIT.md, "Peer kernels"): the rows of kernel K in
+# results/<gpu>/K.csv fitted into heuristics/generated/num_splits_K_<gpu>.hpp. Registered only where
+# both files exist, which configure says (both folders are globbed, so a new pair reconfigures).
+file(GLOB SPLITKV_COMMITTED_RESULTS CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}
+     ${PROJECT_SOURCE_DIR}/results/*/*.csv)
+set(SPLITKV_PEER_TABLES)
+foreach(results IN LISTS SPLITKV_COMMITTED_RESULTS)
+  get_filename_component(kernel ${results} NAME_WE)
+  get_filename_component(gpu ${results} DIRECTORY)
+  get_filename_component(gpu ${gpu} NAME)
+  set(header heuristics/generated/num_splits_${kernel}_${gpu}.hpp)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/${header})
+    string(REPLACE "." "\\." results_pattern ${results})
+    splitkv_cli_test(fit_check_committed_${kernel}_${gpu} 0
+      "num_splits_${kernel}_${gpu}\\.hpp is up to date with ${results_pattern}"
+      fit ${results} --kernel ${kernel} --out ${header} --check)
+    list(APPEND SPLITKV_PEER_TABLES ${header})
+  endif()
+endforeach()
+if(SPLITKV_PEER_TABLES)
+  message(STATUS "splitkv: fit --check tests for the committed peer tables: ${SPLITKV_PEER_TABLES}")
+else()
+  message(STATUS "splitkv: no committed peer table (results/<gpu>/<kernel>.csv beside "
+                 "heuristics/generated/num_splits_<kernel>_<gpu>.hpp); no fit --check test for one")
+endif()

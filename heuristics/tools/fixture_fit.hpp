@@ -6,6 +6,7 @@
 
 #include "splitkv/heuristics/header_emitter.hpp"
 #include "splitkv/heuristics/measurements.hpp"
+#include "splitkv/heuristics/peer_kernels.hpp"
 #include "splitkv/heuristics/synthetic_results.hpp"
 #include "splitkv/heuristics/table_fit.hpp"
 
@@ -15,15 +16,21 @@ inline constexpr const char* kGpuName = "Synthetic H200 model";
 inline constexpr int kSmCount = 132;
 inline constexpr const char* kShortName = "synthetic";
 
-inline Measurements measurements() {
+// The model's rows as `kernel`'s: a peer's (peer_kernels.hpp) header offers that peer's call site.
+inline Measurements measurements(const std::string& kernel = "splitkv") {
   LoadOptions options;
   options.sm_count = kSmCount;
-  return measurements_from_text(synthetic_results_csv(synthetic_training_grid(), kGpuName, kSmCount),
-                                "synthetic/training.csv", options);
+  options.kernel = kernel;
+  std::string csv = tuner::format_results_header();
+  for (tuner::ResultRow row : synthetic_rows(synthetic_training_grid(), kGpuName, kSmCount)) {
+    row.kernel = kernel;
+    csv += tuner::format_results_row(row);
+  }
+  return measurements_from_text(csv, "synthetic/training.csv", options);
 }
 
 inline std::string header(const Measurements& m, const FittedHeuristic& fit, const std::string& out_path) {
-  return emit_num_splits_header(fit, provenance_of(m, kShortName, out_path, "fixture"));
+  return emit_num_splits_header(fit, provenance_of(m, table_short_name(m.kernel, kShortName), out_path, "fixture"));
 }
 
 }  // namespace splitkv::heuristics::fixture

@@ -2,11 +2,13 @@
 // timings, and measured shapes made directly from (num_splits, time) pairs.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "splitkv/heuristics/measurements.hpp"
+#include "splitkv/heuristics/regret_report.hpp"
 #include "splitkv/tuner/results_csv.hpp"
 
 namespace splitkv::heuristics::testing {
@@ -58,6 +60,15 @@ inline MeasuredShape shape_with(const std::vector<std::pair<int, double>>& timin
   shape.point = point;
   for (const auto& [splits, time] : timings) shape.timings.push_back({splits, time, cv, 0});
   return shape;
+}
+
+// The summary row of one subset and policy (the rows of one dataset); throws when there is none.
+inline const RegretSummaryRow& row_for(const std::vector<RegretSummaryRow>& rows, const std::string& subset,
+                                       const std::string& policy) {
+  for (const auto& r : rows) {
+    if (r.subset == subset && r.policy == policy) return r;
+  }
+  throw std::runtime_error("no row " + subset + " " + policy);
 }
 
 }  // namespace splitkv::heuristics::testing

@@ -23,13 +23,7 @@ Policy fixed(int splits) {
           }};
 }
 
-const RegretSummaryRow& row_for(const std::vector<RegretSummaryRow>& rows, const std::string& subset,
-                                const std::string& policy) {
-  for (const auto& r : rows) {
-    if (r.subset == subset && r.policy == policy) return r;
-  }
-  throw std::runtime_error("no row " + subset + " " + policy);
-}
+using testing::row_for;
 
 TEST(RegretStats, HandComputed) {
   // geomean (1 x 1 x 1.21 x 1.1)^(1/4) = 1.331^(1/4); p95 of 4 values = the 4th (ceil(3.8));

@@ -1,6 +1,7 @@
 #include "splitkv/tuner/results_csv.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -79,7 +80,58 @@ std::string csv_error(const std::string& text) {
   return "no error";
 }
 
-TEST(ResultsCsv, HeaderIsTheDocumentedSchema) { EXPECT_EQ(format_results_header(), kHeader); }
+// kHeader is the layout of files written before the device columns; the tests below that
+// spell rows out by hand use it, so they also check that such files still read.
+TEST(ResultsCsv, HeaderIsTheDocumentedSchema) {
+  EXPECT_EQ(format_results_header(false), kHeader);
+  EXPECT_EQ(format_results_header(), std::string(kHeader).insert(std::strlen(kHeader) - 1, ",gpu_index,gpu_uuid"));
+}
+
+TEST(ResultsCsv, DeviceColumnsRoundTripAndFilesWithoutThemStillRead) {
+  ResultRow row = ok_row(4, 12.5);
+  row.gpu_index = 3;
+  row.gpu_uuid = "GPU-5b1a0c2e-0000-4000-8000-000000000003";
+  const ResultsCsv read = parse_results_csv(format_results_header() + format_results_row(row), "r.csv");
+  ASSERT_EQ(read.rows.size(), 1u);
+  EXPECT_TRUE(read.device_columns);
+  EXPECT_EQ(read.rows[0].gpu_index, 3);
+  EXPECT_EQ(read.rows[0].gpu_uuid, row.gpu_uuid);
+  // Unknown device: both fields empty.
+  row.gpu_index = -1;
+  row.gpu_uuid.clear();
+  EXPECT_PRED2(testing::ends_with, format_results_row(row), ",ok,,,\n");
+  // A file without the two columns reads as rows whose device is unknown.
+  const ResultsCsv old = parse_results_csv(std::string(kHeader) + format_results_row(ok_row(2, 7), false), "r.csv");
+  ASSERT_EQ(old.rows.size(), 1u);
+  EXPECT_FALSE(old.device_columns);
+  EXPECT_EQ(old.rows[0].gpu_index, -1);
+  EXPECT_EQ(old.rows[0].gpu_uuid, "");
+  // The two come as a pair, and an index is a whole number >= 0.
+  const std::string half = std::string(kHeader).insert(std::strlen(kHeader) - 1, ",gpu_index");
+  EXPECT_PRED2(contains, csv_error(half), "r.csv:1:1: header lacks column \"gpu_uuid\"");
+  std::string bad = format_results_row(ok_row(2, 7));
+  bad.replace(bad.rfind(",,"), 2, ",x,");
+  EXPECT_PRED2(contains, csv_error(format_results_header() + bad), "r.csv:2:");
+  EXPECT_PRED2(contains, csv_error(format_results_header() + bad), "column gpu_index: \"x\" is not an integer");
+}
+
+TEST(ResultsCsv, AppendingToAFileWithoutTheDeviceColumnsKeepsItsLayout) {
+  ScopedTempDir dir;
+  const std::string path = dir.file("old.csv");
+  write_text(path, std::string(kHeader) + format_results_row(ok_row(1, 20), false));
+  {
+    ResultsCsvWriter writer(path);
+    ResultRow row = ok_row(2, 11);
+    row.gpu_index = 0;
+    row.gpu_uuid = "GPU-0";
+    writer.append(row);
+  }
+  const ResultsCsv read = read_results_csv(path);
+  ASSERT_EQ(read.rows.size(), 2u);
+  EXPECT_FALSE(read.device_columns);
+  EXPECT_EQ(read.rows[1].time_us_median, 11);
+  EXPECT_EQ(read.rows[1].gpu_uuid, "");  // not written: the file has no such column
+}
 
 TEST(ResultsCsv, RowsRoundTripExactly) {
   ScopedTempDir dir;
@@ -103,14 +155,14 @@ TEST(ResultsCsv, RowsRoundTripExactly) {
   ASSERT_EQ(read.rows.size(), rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) expect_same(read.rows[i], rows[i]);
   EXPECT_EQ(read.row_lines, (std::vector<int>{2, 3, 4, 5, 6}));
-  EXPECT_PRED2(contains, read_text(path), ",oom,\"cudaMalloc: out of memory, needed 3 GB\"\n");
-  EXPECT_PRED2(contains, read_text(path), ",invalid,\"said \"\"no\"\", twice\"\n");
+  EXPECT_PRED2(contains, read_text(path), ",oom,\"cudaMalloc: out of memory, needed 3 GB\",,\n");
+  EXPECT_PRED2(contains, read_text(path), ",invalid,\"said \"\"no\"\", twice\",,\n");
   EXPECT_PRED2(contains, read_text(path), ",,,,,0,");  // failures leave the timings empty
 }
 
 TEST(ResultsCsv, NewlinesInMessagesAreFlattenedSoEachRowIsOneLine) {
   ResultRow row = failed_row(1, PointStatus::launch_failed, "first\nsecond\r\nthird");
-  const std::string line = format_results_row(row);
+  const std::string line = format_results_row(row, false);
   EXPECT_EQ(line.find('\n'), line.size() - 1);
   const ResultsCsv read = parse_results_csv(std::string(kHeader) + line, "r.csv");
   ASSERT_EQ(read.rows.size(), 1u);
@@ -139,7 +191,7 @@ TEST(ResultsCsv, WriterWritesTheHeaderOnceAndAppendsAcrossOpens) {
   write_text(dir.file("empty.csv"), "");
   { ResultsCsvWriter(dir.file("empty.csv")).append(ok_row(3, 12)); }
   const std::string text = read_text(path);
-  EXPECT_PRED2(starts_with, text, kHeader);
+  EXPECT_PRED2(starts_with, text, format_results_header());
   EXPECT_EQ(text.find("gpu,kernel", 1), std::string::npos);
   EXPECT_EQ(read_results_csv(path).rows.size(), 2u);
   EXPECT_EQ(read_results_csv(dir.file("empty.csv")).rows.size(), 1u);
@@ -231,7 +283,7 @@ TEST(ResultsCsv, MissingOrUnknownColumnsAreRejectedWithPosition) {
 }
 
 TEST(ResultsCsv, BadNumbersAndStatusesNameLineAndColumn) {
-  const std::string good = format_results_row(ok_row(1, 10));
+  const std::string good = format_results_row(ok_row(1, 10), false);
   auto with_field = [&](std::size_t index, const std::string& value) {
     std::vector<std::string> fields;
     std::string field;

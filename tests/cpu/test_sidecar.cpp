@@ -27,6 +27,7 @@ Sidecar sample_sidecar() {
   s.kernels = {"splitkv", "unpacked_gqa"};
   s.search = "pruned";
   s.shard = "1/4";
+  s.shard_by = "cost";
   s.memory_budget_gb = 100;
   s.protocol.repetitions = 7;
   s.protocol.min_working_set_l2_multiple = 3.5;
@@ -34,6 +35,7 @@ Sidecar sample_sidecar() {
   s.protocol.min_time_s = 0.002;
   s.device.index = 1;
   s.device.name = "NVIDIA H200";
+  s.device.uuid = "GPU-5b1a0c2e-0000-4000-8000-000000000001";
   s.device.sm_count = 132;
   s.device.l2_bytes = 62914560;
   s.device.memory_bytes = 150110011392;
@@ -78,6 +80,29 @@ TEST(Sidecar, RoundTripsEveryField) {
   EXPECT_EQ(document.at("grid").at("sha256"), std::string(64, 'a'));
   EXPECT_EQ(document.at("device").at("name"), "NVIDIA H200");
   EXPECT_EQ(document.at("protocol").at("repetitions"), 7);
+}
+
+TEST(Sidecar, DevicesOfAMergeRoundTripAndOlderSidecarsRead) {
+  ScopedTempDir dir;
+  Sidecar merged = sample_sidecar();
+  merged.devices = {merged.device, merged.device};
+  merged.devices[1].index = 2;
+  merged.devices[1].uuid = "GPU-5b1a0c2e-0000-4000-8000-000000000002";
+  write_sidecar(dir.file("merged.json"), merged);
+  const Sidecar read = read_sidecar(dir.file("merged.json"));
+  ASSERT_EQ(read.devices.size(), 2u);
+  EXPECT_EQ(read.devices[1].uuid, merged.devices[1].uuid);
+  EXPECT_EQ(read.shard_by, "cost");
+  // Written before the UUID, the shard dealing and the device list were recorded.
+  nlohmann::json old = sidecar_to_json(sample_sidecar());
+  old.erase("shard_by");
+  old["device"].erase("uuid");
+  testing::write_text(dir.file("old.json"), old.dump(2));
+  const Sidecar older = read_sidecar(dir.file("old.json"));
+  EXPECT_EQ(older.shard_by, "index");
+  EXPECT_EQ(older.device.uuid, "");
+  EXPECT_TRUE(older.devices.empty());
+  EXPECT_FALSE(sidecar_to_json(sample_sidecar()).contains("devices"));  // one device: no list
 }
 
 TEST(Sidecar, UnfinishedRunHasNullFinishedAt) {

@@ -1,5 +1,6 @@
 #include "splitkv/tuner/sweep_plan.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "splitkv/tuner/plan_report.hpp"
 #include "tuner_test_support.hpp"
 
 namespace splitkv::tuner {
@@ -167,6 +169,60 @@ TEST(ShippedGridPlans, CountsAreWhatTheDocsSay) {
 
   const SweepPlan validation = expand_grid(load_grid_file(shipped_grid("validation")));
   EXPECT_GT(validation.point_count(), 1000);
+}
+
+// --shard-by cost: longest processing time first on the planner's estimate. Each shape lands
+// in one shard, every shard's estimate is within the dearest shape's of the mean (the bound of
+// greedy list scheduling), and a shard keeps the plan's order.
+TEST(ShardByCost, DealsEveryShapeOnceAndBalancesTheEstimate) {
+  const GridSpec grid = load_grid_file(shipped_grid("full"));
+  const SweepPlan plan = expand_grid(grid);
+  double dearest = 0, total = 0;
+  for (const SweepShape& shape : plan.shapes) {
+    dearest = std::max(dearest, estimate_shape_seconds(grid, shape));
+    total += estimate_shape_seconds(grid, shape);
+  }
+  for (int count : {2, 3, 4, 8}) {
+    std::vector<double> by_cost(std::size_t(count), 0), by_index(std::size_t(count), 0);
+    std::set<std::size_t> seen;
+    std::int64_t points = 0;
+    for (int i = 0; i < count; ++i) {
+      const SweepPlan shard = select_shard(grid, plan, ShardSpec{i, count}, ShardBy::cost);
+      std::size_t previous = 0;
+      for (std::size_t k = 0; k < shard.shapes.size(); ++k) {
+        const SweepShape& shape = shard.shapes[k];
+        EXPECT_TRUE(seen.insert(shape.shape_index).second) << "shape in two shards";
+        if (k > 0) EXPECT_GT(shape.shape_index, previous) << "shard out of plan order";
+        previous = shape.shape_index;
+        by_cost[std::size_t(i)] += estimate_shape_seconds(grid, shape);
+      }
+      points += shard.point_count();
+      for (const SweepShape& shape : select_shard(plan, ShardSpec{i, count}).shapes) {
+        by_index[std::size_t(i)] += estimate_shape_seconds(grid, shape);
+      }
+    }
+    EXPECT_EQ(seen.size(), plan.shapes.size());
+    EXPECT_EQ(points, plan.point_count());
+    const double mean = total / count;
+    const auto [low, high] = std::minmax_element(by_cost.begin(), by_cost.end());
+    EXPECT_LE(*high - mean, dearest) << count << " shards";
+    EXPECT_LE(mean - *low, dearest) << count << " shards";
+    EXPECT_LE(*high / mean, 1.02) << count << " shards";  // 2839 shapes: far tighter than the bound
+    EXPECT_LE(*high - *low, *std::max_element(by_index.begin(), by_index.end()) -
+                                *std::min_element(by_index.begin(), by_index.end()))
+        << "cost dealt worse than round-robin at " << count << " shards";
+  }
+  // The same on every call (every machine of a sharded sweep must deal alike).
+  EXPECT_EQ(deal_shapes_by_cost(grid, plan, 3), deal_shapes_by_cost(grid, plan, 3));
+}
+
+TEST(ShardByCost, ParsesItsNamesAndOneShardIsEverything) {
+  EXPECT_EQ(parse_shard_by("cost"), ShardBy::cost);
+  EXPECT_EQ(parse_shard_by("index"), ShardBy::index);
+  EXPECT_FALSE(parse_shard_by("round-robin").has_value());
+  const GridSpec grid = parse_grid(small_grid().dump(), "small.json");
+  const SweepPlan plan = expand_grid(grid);
+  EXPECT_EQ(select_shard(grid, plan, ShardSpec{0, 1}, ShardBy::cost).points(), plan.points());
 }
 
 }  // namespace

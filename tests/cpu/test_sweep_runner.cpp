@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_kernel.hpp"
+#include "splitkv/tuner/plan_report.hpp"
 #include "splitkv/tuner/sha256.hpp"
 #include "splitkv/tuner/sidecar.hpp"
 #include "tuner_test_support.hpp"
@@ -441,6 +442,60 @@ TEST_F(SweepRunnerTest, SeveralKernelsShareOneCsvAndResumeIndependently) {
   EXPECT_EQ(keys.size(), 160u);
   EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()), expected);
   EXPECT_THROW(SweepRunner(options(true)).run(grid_, plan_, {&a, &a}, time_with_model), SweepError);
+}
+
+TEST_F(SweepRunnerTest, AKernelThatPicksItsOwnCountIsTimedOncePerShapeAtItsLargestCount) {
+  FakeKernel fixed("fixed");
+  FakeKernel policy("policy");
+  policy.picks_own = true;
+  int calls = 0;
+  const TimingCallback crash_at_90 = [&](KernelUnderTest& k, const SweepPoint& p, int copies) {
+    if (++calls > 90) throw std::runtime_error("stop");
+    return time_with_model(k, p, copies);
+  };
+  // 80 points of the fixed kernel, then one row per shape (16) of the policy kernel.
+  const SweepSummary first = SweepRunner(options()).run(grid_, plan_, {&fixed, &policy}, crash_at_90);
+  EXPECT_EQ(first.planned, 96);
+  EXPECT_EQ(first.rows_written, 90);
+  SweepRunOptions pruned = options(true);
+  pruned.search = SearchMode::pruned;  // nothing to search with one count
+  const SweepSummary second = SweepRunner(pruned).run(grid_, plan_, {&fixed, &policy}, time_with_model);
+  EXPECT_EQ(second.planned, 96);
+  EXPECT_EQ(second.already_done, 90);
+  EXPECT_EQ(second.rows_written, 6);
+  EXPECT_EQ(second.search_skipped, 0);
+
+  std::set<std::string> expected = planned_keys("fixed");
+  for (const SweepShape& shape : plan_.shapes) {
+    expected.insert(resume_key("policy", shape.point(shape.split_counts.back())));
+  }
+  const std::multiset<std::string> keys = csv_keys();
+  EXPECT_EQ(keys.size(), 96u);
+  EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()), expected);
+  EXPECT_EQ(policy.prepares, 16 + 1);  // one per shape, and the shape the crash interrupted again
+  EXPECT_EQ(policy.largest_splits_prepared, 64);
+  EXPECT_EQ(read_sidecar(sidecar_path_for(csv_path())).counts.planned, 96);
+
+  const SweepSummary third = SweepRunner(options(true)).run(grid_, plan_, {&policy}, time_with_model);
+  EXPECT_EQ(third.planned, 16);
+  EXPECT_EQ(third.already_done, 16);
+  EXPECT_EQ(third.rows_written, 0);
+}
+
+TEST_F(SweepRunnerTest, TheDryRunCountsAKernelThatPicksItsOwnCountOncePerShape) {
+  const PlanEstimate every_point = estimate_plan(grid_, plan_, 1);
+  const PlanEstimate both = estimate_plan(grid_, plan_, 2, {}, 1);
+  EXPECT_EQ(every_point.timed_rows, 80);
+  EXPECT_EQ(both.timed_rows, 96);
+  EXPECT_GT(both.seconds, every_point.seconds);
+  EXPECT_LT(both.seconds, 2 * every_point.seconds);
+  PlanReportInput report;
+  report.grid = &grid_;
+  report.whole = &plan_;
+  report.shard = &plan_;
+  report.kernels = {"fixed", "policy"};
+  report.own_count_kernels = {"policy"};
+  EXPECT_TRUE(contains(format_plan_report(report), "fixed, policy -> 96 rows")) << format_plan_report(report);
 }
 
 TEST_F(SweepRunnerTest, ShardsRunSeparatelyAddUpToTheWholeSweep) {

@@ -5,14 +5,13 @@
 
 #include <algorithm>
 #include <memory>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "splitkv/decode_attention.hpp"
 #include "splitkv/split_partition.hpp"
 #include "splitkv/tuner/device_random.cuh"
+#include "splitkv/tuner/flashinfer_kernel.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
 #include "splitkv/tuner/graph_timer.hpp"
 #include "splitkv/tuner/splitkv_kernel.hpp"
@@ -102,11 +101,9 @@ class SplitkvKernel final : public KernelUnderTest {
     const std::vector<int32_t> lengths = shape.real_lengths();
     if (KernelOutcome o = device_upload(&seqlens_, lengths); !o.ok()) return o;
     if (shape.layout == KvLayout::paged) {
-      // Each sequence gets the pages of its own length from a shuffled pool, as an allocator
-      // that has run a while would hand them out; table slots past the real length are never read.
-      std::vector<int32_t> pool(base_.num_pages);
-      std::iota(pool.begin(), pool.end(), 0);
-      std::shuffle(pool.begin(), pool.end(), std::mt19937(12345));
+      // Each sequence gets the pages of its own length from the shape's shuffled pool; table
+      // slots past the real length are never read.
+      const std::vector<int32_t> pool = shuffled_page_pool(shape);
       std::vector<int32_t> table(static_cast<std::size_t>(shape.batch) * base_.max_pages_per_seq, 0);
       std::size_t next = 0;
       for (int b = 0; b < shape.batch; ++b) {
@@ -193,6 +190,7 @@ void register_gpu_kernels(KernelRegistry& registry) {
   registry.add("unpacked_gqa",
                "baseline: one CTA per query head on CUDA cores, K/V re-read per head of a group",
                [] { return std::make_unique<SplitkvKernel>("unpacked_gqa", DecodeKernel::unpacked_gqa); });
+  register_flashinfer_kernels(registry);
   register_fault_kernel_if_enabled(registry);
 }
 

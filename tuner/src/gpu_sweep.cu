@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -28,6 +29,7 @@ class Nvml {
     if (!library_) return;
     auto init = reinterpret_cast<int (*)()>(dlsym(library_, "nvmlInit_v2"));
     handle_by_index_ = reinterpret_cast<int (*)(unsigned, void**)>(dlsym(library_, "nvmlDeviceGetHandleByIndex_v2"));
+    handle_by_uuid_ = reinterpret_cast<int (*)(const char*, void**)>(dlsym(library_, "nvmlDeviceGetHandleByUUID"));
     clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(library_, "nvmlDeviceGetClockInfo"));
     reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
         dlsym(library_, "nvmlDeviceGetCurrentClocksEventReasons"));
@@ -39,11 +41,13 @@ class Nvml {
   ~Nvml() {
     if (library_) dlclose(library_);
   }
-  // NVML numbers devices by PCI order, CUDA by speed unless CUDA_DEVICE_ORDER=PCI_BUS_ID;
-  // with one GPU (the sweep's case) they agree.
-  void* device(int index) const {
+  // NVML numbers devices by PCI order and ignores CUDA_VISIBLE_DEVICES, so a GPU is found by
+  // its UUID; by its index on the machine only where that lookup is missing or fails.
+  void* device(const std::string& uuid, int index) const {
     void* handle = nullptr;
-    return ready_ && handle_by_index_(static_cast<unsigned>(index), &handle) == 0 ? handle : nullptr;
+    if (!ready_) return nullptr;
+    if (handle_by_uuid_ && !uuid.empty() && handle_by_uuid_(uuid.c_str(), &handle) == 0) return handle;
+    return handle_by_index_(static_cast<unsigned>(index), &handle) == 0 ? handle : nullptr;
   }
   int clock_mhz(void* device, int which /*0 graphics, 1 sm, 2 mem*/) const {
     unsigned mhz = 0;
@@ -63,6 +67,7 @@ class Nvml {
   void* library_ = nullptr;
   bool ready_ = false;
   int (*handle_by_index_)(unsigned, void**) = nullptr;
+  int (*handle_by_uuid_)(const char*, void**) = nullptr;
   int (*clock_)(void*, int, unsigned*) = nullptr;
   int (*reasons_)(void*, unsigned long long*) = nullptr;
 };
@@ -70,6 +75,16 @@ class Nvml {
 const Nvml& nvml() {
   static Nvml instance;
   return instance;
+}
+
+// The UUID as nvidia-smi -L prints it: GPU-8-4-4-4-12 hex digits.
+std::string uuid_string(const cudaUUID_t& uuid) {
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  char text[64];
+  std::snprintf(text, sizeof text,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return text;
 }
 
 std::string version_string(int version) {
@@ -83,8 +98,9 @@ bool query_device(int index, DeviceFacts* facts, std::string* error) {
     *error = "device " + std::to_string(index) + ": " + describe_cuda_error(status);
     return false;
   }
-  facts->index = index;
+  facts->index = machine_device_index(index);
   facts->name = properties.name;
+  facts->uuid = uuid_string(properties.uuid);
   facts->sm_count = properties.multiProcessorCount;
   facts->l2_bytes = properties.l2CacheSize;
   facts->memory_bytes = static_cast<std::int64_t>(properties.totalGlobalMem);
@@ -94,7 +110,7 @@ bool query_device(int index, DeviceFacts* facts, std::string* error) {
   cudaRuntimeGetVersion(&runtime);
   facts->driver_version = version_string(driver);
   facts->cuda_runtime_version = version_string(runtime);
-  void* device = nvml().device(index);
+  void* device = nvml().device(facts->uuid, facts->index);
   facts->sm_clock_mhz = nvml().clock_mhz(device, 1);
   facts->mem_clock_mhz = nvml().clock_mhz(device, 2);
   if (facts->sm_clock_mhz == 0) {
@@ -145,7 +161,7 @@ void stop_if_sticky() {
 // One point: capture back-to-back calls in a graph, warm up, then let Google Benchmark run
 // `repetitions` repetitions of timed replays (manual time from CUDA events, per call).
 TimingResult time_point_with_benchmark(KernelUnderTest& kernel, const SweepPoint& point, int copies,
-                                       const MeasurementProtocol& protocol, int device_index, cudaStream_t stream) {
+                                       const MeasurementProtocol& protocol, void* nvml_device, cudaStream_t stream) {
   // Enough calls per graph that one replay lasts ~300 µs, so the graph launch itself stays
   // under ~2% of the sample; estimated from the bytes at 4 TB/s plus a launch's latency.
   const double estimated_call_us = 5.0 + static_cast<double>(point.kv_bytes()) / 4.0e6;
@@ -177,7 +193,6 @@ TimingResult time_point_with_benchmark(KernelUnderTest& kernel, const SweepPoint
   }
 
   bool slowed = false;
-  void* nvml_device = nvml().device(device_index);
   benchmark::RegisterBenchmark(point.key().c_str(), [&](benchmark::State& state) {
     for (auto _ : state) {
       double total_us = 0;
@@ -286,19 +301,14 @@ GpuSweepResult run_gpu_sweep(const GpuSweepRequest& request) {
     result.error = "cudaStreamCreate: " + describe_cuda_error(error);
     return result;
   }
-  options.out_csv = request.out_csv;
-  options.resume = request.resume;
-  options.search = request.search;
-  options.shard = request.shard;
-  options.stop_requested = request.stop_requested;
-  options.progress = &std::cerr;
+  options = sweep_run_options(request, options.device, &std::cerr);
   const MeasurementProtocol protocol = request.grid.protocol;
-  const int device_index = request.device;
+  void* const nvml_device = nvml().device(options.device.uuid, options.device.index);
   SweepRunner runner(options);
   result.started = true;
   result.summary = runner.run(request.grid, request.plan, kernels,
                               [&](KernelUnderTest& kernel, const SweepPoint& point, int copies) {
-                                return time_point_with_benchmark(kernel, point, copies, protocol, device_index,
+                                return time_point_with_benchmark(kernel, point, copies, protocol, nvml_device,
                                                                  stream);
                               });
   cudaStreamDestroy(stream);

@@ -72,6 +72,7 @@ MergeSummary merge_results(const std::vector<std::string>& input_csvs, const std
     require_same("grid sha256", first.grid_sha256, s.grid_sha256, input_csvs.front(), path);
     require_same("protocol", protocol_text(first.protocol), protocol_text(s.protocol), input_csvs.front(), path);
     require_same("search", first.search, s.search, input_csvs.front(), path);
+    require_same("shard_by", first.shard_by, s.shard_by, input_csvs.front(), path);
     require_same("kernels", fmt::format("{}", fmt::join(first.kernels, ",")),
                  fmt::format("{}", fmt::join(s.kernels, ",")), input_csvs.front(), path);
     const ShardSpec shard = shard_of(s, path);
@@ -97,8 +98,14 @@ MergeSummary merge_results(const std::vector<std::string>& input_csvs, const std
   out.runs = 0;
   out.state = "complete";
   out.message.clear();
+  out.devices.clear();
+  std::set<std::string> devices_seen;  // by UUID (index and name where a sidecar has none)
   for (std::size_t i = 0; i < contents.size(); ++i) {
     const Sidecar& s = sidecars[i];
+    for (const DeviceFacts& device : s.devices.empty() ? std::vector<DeviceFacts>{s.device} : s.devices) {
+      const std::string identity = device.uuid.empty() ? fmt::format("{} {}", device.index, device.name) : device.uuid;
+      if (devices_seen.insert(identity).second) out.devices.push_back(device);
+    }
     out.runs += s.runs;
     out.counts.planned += s.counts.planned;
     out.counts.search_skipped += s.counts.search_skipped;
@@ -127,6 +134,7 @@ MergeSummary merge_results(const std::vector<std::string>& input_csvs, const std
   out.shard = summary.missing_shards.empty()
                   ? "0/1"
                   : fmt::format("merged {} of {}", shards_seen.size(), first_shard.count);
+  if (out.devices.size() < 2) out.devices.clear();
   summary.shards = static_cast<int>(shards_seen.size());
   write_file_atomically(out_csv, merged);
   write_sidecar(sidecar_path_for(out_csv), out);

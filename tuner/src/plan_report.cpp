@@ -18,36 +18,98 @@ std::string format_bytes(std::int64_t bytes) {
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, kUnits[unit]);
 }
 
+namespace {
+
+int shape_copies(const GridSpec& grid, const SweepShape& shape, const PlanAssumptions& a) {
+  return rotating_copies(shape.point(shape.split_counts.back()), a.l2_bytes,
+                         grid.protocol.min_working_set_l2_multiple, grid.memory_budget_bytes(), a.max_copies);
+}
+
+// Filling the rotating buffers of one shape, once per kernel. Only the real tokens of each
+// copy need filling; capacity beyond them is never read.
+double shape_prepare_seconds(const SweepPoint& widest, int copies, const PlanAssumptions& a) {
+  return a.per_shape_overhead_s + double(widest.kv_bytes()) * copies / (a.fill_tbps * 1e12);
+}
+
+double point_seconds(const MeasurementProtocol& protocol, const SweepPoint& point, int copies,
+                     const PlanAssumptions& a) {
+  const double launch_s =
+      std::max(a.launch_floor_us * 1e-6, double(point.working_set_bytes()) / (a.bandwidth_tbps * 1e12));
+  const double replay_s = launch_s * copies;
+  return a.per_point_overhead_s + protocol.warmup_replays * replay_s +
+         protocol.repetitions * std::max(protocol.min_time_s, replay_s);
+}
+
+}  // namespace
+
+double estimate_shape_seconds(const GridSpec& grid, const SweepShape& shape, const PlanAssumptions& a) {
+  const SweepPoint widest = shape.point(shape.split_counts.back());
+  const int copies = shape_copies(grid, shape, a);
+  double seconds = shape_prepare_seconds(widest, copies, a);
+  for (int splits : shape.split_counts) seconds += point_seconds(grid.protocol, shape.point(splits), copies, a);
+  return seconds;
+}
+
 PlanEstimate estimate_plan(const GridSpec& grid, const SweepPlan& plan, int kernel_count,
-                           const PlanAssumptions& a) {
+                           const PlanAssumptions& a, int own_count_kernels) {
   PlanEstimate estimate;
-  const MeasurementProtocol& protocol = grid.protocol;
+  own_count_kernels = std::clamp(own_count_kernels, 0, kernel_count);
+  const int every_point_kernels = kernel_count - own_count_kernels;
   double seconds = 0;
   for (const SweepShape& shape : plan.shapes) {
     const SweepPoint widest = shape.point(shape.split_counts.back());
-    const int copies = rotating_copies(widest, a.l2_bytes, protocol.min_working_set_l2_multiple,
-                                       grid.memory_budget_bytes(), a.max_copies);
+    const int copies = shape_copies(grid, shape, a);
     const std::int64_t peak = widest.footprint_bytes() * copies;
     if (peak > estimate.peak_bytes) {
       estimate.peak_bytes = peak;
       estimate.peak_point = fmt::format("{} x{} copies", widest.shape_key(), copies);
     }
-    // Only the real tokens of each copy need filling; capacity beyond them is never read.
-    seconds += a.per_shape_overhead_s + double(widest.kv_bytes()) * copies / (a.fill_tbps * 1e12);
+    seconds += shape_prepare_seconds(widest, copies, a) * kernel_count;
     for (int splits : shape.split_counts) {
       const SweepPoint point = shape.point(splits);
-      estimate.kv_bytes_total += point.kv_bytes();
-      const double launch_s =
-          std::max(a.launch_floor_us * 1e-6, double(point.working_set_bytes()) / (a.bandwidth_tbps * 1e12));
-      const double replay_s = launch_s * copies;
-      seconds += a.per_point_overhead_s + protocol.warmup_replays * replay_s +
-                 protocol.repetitions * std::max(protocol.min_time_s, replay_s);
+      const int kernels_here = every_point_kernels + (splits == widest.num_splits ? own_count_kernels : 0);
+      seconds += point_seconds(grid.protocol, point, copies, a) * kernels_here;
+      estimate.kv_bytes_total += point.kv_bytes() * kernels_here;
+      estimate.timed_rows += kernels_here;
     }
   }
-  estimate.timed_rows = plan.point_count() * kernel_count;
-  estimate.kv_bytes_total *= kernel_count;
-  estimate.seconds = seconds * kernel_count;
+  estimate.seconds = seconds;
   return estimate;
+}
+
+std::vector<int> deal_shapes_by_cost(const GridSpec& grid, const SweepPlan& plan, int count,
+                                     const PlanAssumptions& a) {
+  std::vector<double> cost(plan.shapes.size());
+  std::vector<std::size_t> order(plan.shapes.size());
+  for (std::size_t i = 0; i < plan.shapes.size(); ++i) {
+    cost[i] = estimate_shape_seconds(grid, plan.shapes[i], a);
+    order[i] = i;
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (cost[x] != cost[y]) return cost[x] > cost[y];
+    return plan.shapes[x].shape_index < plan.shapes[y].shape_index;
+  });
+  std::vector<double> load(std::size_t(std::max(count, 1)), 0.0);
+  std::vector<int> shard_of(plan.shapes.size(), 0);
+  for (std::size_t i : order) {
+    const auto least = std::min_element(load.begin(), load.end());  // the first of equals
+    shard_of[i] = int(least - load.begin());
+    *least += cost[i];
+  }
+  return shard_of;
+}
+
+SweepPlan select_shard(const GridSpec& grid, const SweepPlan& plan, const ShardSpec& shard, ShardBy by) {
+  if (by == ShardBy::index) return select_shard(plan, shard);
+  SweepPlan selected;
+  selected.cartesian_points = plan.cartesian_points;
+  selected.duplicate_points = plan.duplicate_points;
+  selected.pruned = plan.pruned;
+  const std::vector<int> shard_of = deal_shapes_by_cost(grid, plan, shard.count);
+  for (std::size_t i = 0; i < plan.shapes.size(); ++i) {
+    if (shard_of[i] == shard.index) selected.shapes.push_back(plan.shapes[i]);
+  }
+  return selected;
 }
 
 std::string format_plan_csv(const SweepPlan& plan) {
@@ -101,12 +163,17 @@ std::string format_plan_report(const PlanReportInput& in) {
     line(fmt::format("  pruned  {:>8} {:<20} {}", count, to_string(reason), why));
   }
   if (in.shard_spec.count > 1) {
-    line(fmt::format("shard     {}: {} points in {} shapes", in.shard_spec.to_string(),
-                     shard.point_count(), shard.shapes.size()));
+    line(fmt::format("shard     {}: {} points in {} shapes{}", in.shard_spec.to_string(),
+                     shard.point_count(), shard.shapes.size(),
+                     in.shard_by == ShardBy::cost ? " (shapes dealt by estimated cost)" : ""));
   }
   std::string kernels;
   for (const auto& name : in.kernels) kernels += (kernels.empty() ? "" : ", ") + name;
-  const PlanEstimate estimate = estimate_plan(grid, shard, int(in.kernels.size()), in.assumptions);
+  int own_count = 0;
+  for (const auto& name : in.kernels) {
+    own_count += std::count(in.own_count_kernels.begin(), in.own_count_kernels.end(), name) > 0 ? 1 : 0;
+  }
+  const PlanEstimate estimate = estimate_plan(grid, shard, int(in.kernels.size()), in.assumptions, own_count);
   line(fmt::format("kernels   {} -> {} rows{}", kernels, estimate.timed_rows,
                    in.search == SearchMode::pruned ? " at most (--search pruned stops early)" : ""));
   line(fmt::format("protocol  {} repetitions, >= {} s each, {} warm-up replays, working set >= {} x L2",

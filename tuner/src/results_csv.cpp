@@ -25,6 +25,7 @@ enum Column : std::size_t {
   col_num_kv_heads, col_head_dim, col_context_len, col_cache_capacity,
   col_length_distribution, col_num_splits, col_time_us_median, col_time_us_p10,
   col_time_us_p90, col_cv, col_repetitions, col_kv_bytes, col_tbps, col_status, col_message,
+  col_gpu_index, col_gpu_uuid,
 };
 
 std::string quote_if_needed(std::string_view text) {
@@ -161,14 +162,23 @@ class RowDecoder {
       seen[column] = true;
       position_[column] = f;
     }
-    for (std::size_t column = 0; column < kColumnCount; ++column) {
+    for (std::size_t column = 0; column < kRequiredResultsCsvColumns; ++column) {
       if (!seen[column]) {
         throw CsvError(fmt::format("{}:{}:1: header lacks column \"{}\"", source_, header.line,
                                    kResultsCsvColumns[column]));
       }
     }
+    // The device columns come as a pair: a file written before them has neither.
+    device_columns_ = seen[col_gpu_index] && seen[col_gpu_uuid];
+    if (seen[col_gpu_index] != seen[col_gpu_uuid]) {
+      const std::size_t missing = seen[col_gpu_index] ? col_gpu_uuid : col_gpu_index;
+      throw CsvError(fmt::format("{}:{}:1: header lacks column \"{}\" (gpu_index and gpu_uuid come together)",
+                                 source_, header.line, kResultsCsvColumns[missing]));
+    }
     width_ = header.fields.size();
   }
+
+  bool device_columns() const { return device_columns_; }
 
   ResultRow decode(const Record& record) const {
     if (record.fields.size() != width_) {
@@ -213,6 +223,10 @@ class RowDecoder {
     row.kv_bytes = integer64(record, col_kv_bytes, 0);
     row.tbps = real(record, col_tbps, times_required);
     row.message = text(record, col_message);
+    if (device_columns_) {
+      row.gpu_index = text(record, col_gpu_index).empty() ? -1 : integer(record, col_gpu_index, 0);
+      row.gpu_uuid = text(record, col_gpu_uuid);
+    }
     return row;
   }
 
@@ -261,6 +275,7 @@ class RowDecoder {
   const std::string& source_;
   std::array<std::size_t, kColumnCount> position_{};
   std::size_t width_ = 0;
+  bool device_columns_ = true;
 };
 
 // Length of the well-formed UTF-8 sequence at text[i], or 0 when it is not one (overlong
@@ -340,18 +355,23 @@ double achieved_tbps(std::int64_t kv_bytes, double time_us_median) {
   return double(kv_bytes) / (time_us_median * 1e-6) / 1e12;
 }
 
-std::string format_results_header() {
+std::string format_results_header(bool with_device_columns) {
   std::string line;
-  for (std::string_view column : kResultsCsvColumns) {
+  const std::size_t columns = with_device_columns ? kColumnCount : kRequiredResultsCsvColumns;
+  for (std::size_t column = 0; column < columns; ++column) {
     if (!line.empty()) line += ',';
-    line += column;
+    line += kResultsCsvColumns[column];
   }
   return line + '\n';
 }
 
-std::string format_results_row(const ResultRow& row) {
+std::string format_results_row(const ResultRow& row, bool with_device_columns) {
   const SweepPoint& p = row.point;
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+  const std::string device =
+      with_device_columns ? fmt::format(",{},{}", row.gpu_index < 0 ? std::string() : std::to_string(row.gpu_index),
+                                        quote_if_needed(single_line(row.gpu_uuid)))
+                          : std::string();
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}\n",
                      quote_if_needed(single_line(row.gpu)), quote_if_needed(single_line(row.kernel)),
                      to_string(p.layout), p.page_size, to_string(p.dtype), p.batch, p.num_heads,
                      p.num_kv_heads, p.head_dim, p.context_len, p.cache_capacity,
@@ -359,7 +379,7 @@ std::string format_results_row(const ResultRow& row) {
                      format_number(row.time_us_median), format_number(row.time_us_p10),
                      format_number(row.time_us_p90), format_number(row.cv), row.repetitions,
                      row.kv_bytes, format_number(row.tbps), to_string(row.status),
-                     quote_if_needed(single_line(row.message)));
+                     quote_if_needed(single_line(row.message)), device);
 }
 
 ResultsCsv parse_results_csv(std::string_view text, const std::string& source) {
@@ -370,6 +390,7 @@ ResultsCsv parse_results_csv(std::string_view text, const std::string& source) {
   out.torn = std::move(tokens.torn);
   if (tokens.records.empty()) return out;  // empty file, or only a torn header
   RowDecoder decoder(source, tokens.records.front());
+  out.device_columns = decoder.device_columns();
   for (std::size_t r = 1; r < tokens.records.size(); ++r) {
     out.rows.push_back(decoder.decode(tokens.records[r]));
     out.row_lines.push_back(tokens.records[r].line);
@@ -444,11 +465,18 @@ ResultsCsvWriter::ResultsCsvWriter(const std::string& path, Durability durabilit
   }
   // Appending after a torn line would glue a new row onto half an old one.
   char last = '\n';
+  std::string first_line;
   const int fd_read = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_read >= 0) {
     if (::pread(fd_read, &last, 1, info.st_size - 1) != 1) last = '\n';
+    char head[1024];
+    const ssize_t n = ::pread(fd_read, head, sizeof head, 0);
+    if (n > 0) first_line.assign(head, std::size_t(n));
     ::close(fd_read);
   }
+  // A header written before the device columns: keep its layout for the rows appended.
+  first_line = "," + first_line.substr(0, first_line.find_first_of("\r\n")) + ",";
+  device_columns_ = first_line.find(",gpu_uuid,") != std::string::npos;
   if (last != '\n') {
     ::close(fd_);
     fd_ = -1;
@@ -477,7 +505,7 @@ void ResultsCsvWriter::write_all(const std::string& bytes) {
   }
 }
 
-void ResultsCsvWriter::append(const ResultRow& row) { write_all(format_results_row(row)); }
+void ResultsCsvWriter::append(const ResultRow& row) { write_all(format_results_row(row, device_columns_)); }
 
 ResumeState resume_state_from(const ResultsCsv& contents) {
   ResumeState state;

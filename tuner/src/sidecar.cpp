@@ -33,6 +33,7 @@ using nlohmann::json;
 json device_to_json(const DeviceFacts& d) {
   return json{{"index", d.index},
               {"name", d.name},
+              {"uuid", d.uuid},
               {"sm_count", d.sm_count},
               {"l2_bytes", d.l2_bytes},
               {"memory_bytes", d.memory_bytes},
@@ -47,6 +48,7 @@ DeviceFacts device_from_json(const json& j) {
   DeviceFacts d;
   d.index = j.at("index").get<int>();
   d.name = j.at("name").get<std::string>();
+  d.uuid = j.value("uuid", std::string());  // absent in sidecars written before it was recorded
   d.sm_count = j.at("sm_count").get<int>();
   d.l2_bytes = j.at("l2_bytes").get<std::int64_t>();
   d.memory_bytes = j.at("memory_bytes").get<std::int64_t>();
@@ -104,6 +106,7 @@ json sidecar_to_json(const Sidecar& s) {
       {"kernels", s.kernels},
       {"search", s.search},
       {"shard", s.shard},
+      {"shard_by", s.shard_by},
       {"memory_budget_gb", s.memory_budget_gb},
       {"protocol",
        {{"repetitions", s.protocol.repetitions},
@@ -124,6 +127,11 @@ json sidecar_to_json(const Sidecar& s) {
         {"pruned_by_reason", pruned_by_reason},
         {"search_skipped", s.counts.search_skipped}}},
   };
+  if (!s.devices.empty()) {
+    json devices = json::array();
+    for (const DeviceFacts& d : s.devices) devices.push_back(device_to_json(d));
+    document["devices"] = devices;
+  }
   if (!s.length_files.empty()) {
     json files = json::object();
     for (const auto& [name, file] : s.length_files) files[name] = {{"path", file.first}, {"sha256", file.second}};
@@ -154,6 +162,7 @@ Sidecar sidecar_from_json(const json& j, const std::string& source) {
     s.kernels = j.at("kernels").get<std::vector<std::string>>();
     s.search = j.at("search").get<std::string>();
     s.shard = j.at("shard").get<std::string>();
+    s.shard_by = j.value("shard_by", std::string("index"));  // older sidecars: shards were dealt by index
     s.memory_budget_gb = j.at("memory_budget_gb").get<double>();
     const json& protocol = j.at("protocol");
     s.protocol.repetitions = protocol.at("repetitions").get<int>();
@@ -161,6 +170,9 @@ Sidecar sidecar_from_json(const json& j, const std::string& source) {
     s.protocol.warmup_replays = protocol.at("warmup_replays").get<int>();
     s.protocol.min_time_s = protocol.at("min_time_s").get<double>();
     s.device = device_from_json(j.at("device"));
+    if (j.contains("devices")) {
+      for (const json& device : j.at("devices")) s.devices.push_back(device_from_json(device));
+    }
     s.started_at = j.at("started_at").get<std::string>();
     s.finished_at = j.at("finished_at").is_null() ? "" : j.at("finished_at").get<std::string>();
     s.state = j.at("state").get<std::string>();

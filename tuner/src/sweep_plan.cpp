@@ -164,6 +164,14 @@ ShardSpec parse_shard(std::string_view text) {
   return shard;
 }
 
+std::string_view to_string(ShardBy by) { return by == ShardBy::cost ? "cost" : "index"; }
+
+std::optional<ShardBy> parse_shard_by(std::string_view text) {
+  if (text == "index") return ShardBy::index;
+  if (text == "cost") return ShardBy::cost;
+  return std::nullopt;
+}
+
 SweepPlan select_shard(const SweepPlan& plan, const ShardSpec& shard) {
   SweepPlan selected;
   selected.cartesian_points = plan.cartesian_points;

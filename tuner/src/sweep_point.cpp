@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -159,6 +161,13 @@ DecodeParams SweepPoint::to_decode_params() const {
     params.cache_capacity = cache_capacity;
   }
   return params;
+}
+
+std::vector<std::int32_t> shuffled_page_pool(const SweepPoint& point) {
+  std::vector<std::int32_t> pool(static_cast<std::size_t>(point.total_pages()));
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), std::mt19937(12345));
+  return pool;
 }
 
 int copies_per_allocation(const SweepPoint& point) {

@@ -116,8 +116,9 @@ class SweepExecution {
 
   void run_shape(KernelUnderTest& kernel, const SweepShape& shape) {
     kernel_name_ = kernel.name();
+    const bool picks_own = kernel.picks_own_split_count();
     std::vector<int> pending;
-    for (int splits : shape.split_counts) {
+    for (int splits : timed_split_counts(shape, picks_own)) {
       if (finished(shape.point(splits)) == nullptr) pending.push_back(splits);
     }
     if (pending.empty()) return;
@@ -148,7 +149,8 @@ class SweepExecution {
       return;
     }
     try {
-      if (options_.search == SearchMode::pruned) {
+      // One count per shape for a kernel that picks its own: nothing to search.
+      if (options_.search == SearchMode::pruned && !picks_own) {
         search_pruned(kernel, shape, copies);
       } else {
         for (int splits : pending) {
@@ -211,6 +213,8 @@ class SweepExecution {
   void record(const SweepPoint& point, const TimingResult& result) {
     ResultRow row;
     row.gpu = options_.device.name;
+    row.gpu_index = options_.device.index;
+    row.gpu_uuid = options_.device.uuid;
     row.kernel = kernel_name_;
     row.point = point;
     row.status = result.status;
@@ -374,6 +378,10 @@ SweepSummary SweepRunner::run(const GridSpec& grid, const SweepPlan& plan,
       throw SweepError(fmt::format("{}: holds shard {}, not {}", out, previous->shard,
                                    options_.shard.to_string()));
     }
+    if (previous && previous->shard != "0/1" && previous->shard_by != to_string(options_.shard_by)) {
+      throw SweepError(fmt::format("{}: holds shard {} dealt by {}, not by {}", out, previous->shard,
+                                   previous->shard_by, to_string(options_.shard_by)));
+    }
     // Checked before load_resume_state, which truncates a torn tail.
     for (const std::string& gpu : resume_state_from(read_results_csv(out)).gpus) {
       if (gpu != options_.device.name) {
@@ -394,11 +402,12 @@ SweepSummary SweepRunner::run(const GridSpec& grid, const SweepPlan& plan,
   }
 
   SweepSummary summary;
-  summary.planned = plan.point_count() * std::int64_t(kernels.size());
   summary.truncated_tail = resume.truncated_tail;
-  for (const std::string& name : kernel_names) {
+  for (const KernelUnderTest* kernel : kernels) {
+    const std::string name = kernel->name();
     for (const SweepShape& shape : plan.shapes) {
-      for (int splits : shape.split_counts) {
+      for (int splits : timed_split_counts(shape, kernel->picks_own_split_count())) {
+        ++summary.planned;
         summary.already_done += resume.finished.count(resume_key(name, shape.point(splits)));
       }
     }
@@ -424,6 +433,7 @@ SweepSummary SweepRunner::run(const GridSpec& grid, const SweepPlan& plan,
   }
   sidecar.search = std::string(to_string(options_.search));
   sidecar.shard = options_.shard.to_string();
+  sidecar.shard_by = std::string(to_string(options_.shard_by));
   sidecar.memory_budget_gb = grid.memory_budget_gb;
   sidecar.protocol = grid.protocol;
   sidecar.device = options_.device;

@@ -41,6 +41,7 @@ struct GeneratedHeader {
   std::string gpu_name;      // kGpuName
   int sm_count = 0;          // kSmCount
   std::string input_sha256;  // kInputSha256: the results CSV it was fitted on
+  std::string kernel;        // kKernel: the kernel whose rows were fitted; splitkv when absent
   ParsedSplitTable real_length;
   ParsedSplitTable capacity;
   // 1-based line ranges of the table literals (kRows and kRowOf of both tables).

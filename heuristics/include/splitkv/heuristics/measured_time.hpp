@@ -9,6 +9,9 @@
 //   3. nearest:        else the timed count nearest in log2 distance to that partition
 //                      count, ties to fewer splits; counts outside the timed range clamp
 //                      to its ends.
+// A peer kernel's rows (peer_kernels.hpp) skip rule 2: the peer partitions its own way, so the
+// nearest count is taken to the requested one. policy_row is no rule of this function: a peer's
+// own choice timed as a row of its own (regret_report.cpp).
 #pragma once
 
 #include <string_view>
@@ -17,7 +20,7 @@
 
 namespace splitkv::heuristics {
 
-enum class SplitMatch { exact, same_partition, nearest };
+enum class SplitMatch { exact, same_partition, nearest, policy_row };
 std::string_view to_string(SplitMatch match);
 
 struct MeasuredTime {

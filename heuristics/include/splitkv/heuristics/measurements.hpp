@@ -40,6 +40,9 @@ struct MeasuredShape {
   // Sum of the real lengths, from the rows' kv_bytes (a file-drawn ragged batch cannot be
   // regenerated without its length file; kv_bytes holds what the sweep read).
   std::int64_t total_tokens = 0;
+  // A peer kernel's own choice of split count timed on this shape (peer_kernels.hpp): policy
+  // kernel -> its row's median. Empty for our kernel; never fitted, only evaluated.
+  std::map<std::string, double> policy_time_us;
 
   int kv_tiles() const;               // 64-token tiles of the real length
   int capacity_tokens() const;        // what FA's seqlen_k is: capacity, or block-table width x page size
@@ -53,6 +56,7 @@ struct RowCounts {
   std::map<std::string, std::int64_t> excluded;   // by status: throttled, oom, ...
   std::int64_t superseded = 0;                    // throttled rows a later row re-measured
   std::int64_t other_kernels = 0;                 // ok rows of kernels not selected
+  std::int64_t policy_rows = 0;                   // ok rows of the selected peer's policy kernels, on its shapes
   std::int64_t shapes = 0;                        // shapes with at least one ok row
   std::int64_t shapes_without_ok_rows = 0;        // shapes whose every row failed
 };
@@ -81,7 +85,10 @@ struct LoadOptions {
 // file, missing columns and malformed fields (the tuner's parser), more than one GPU or two
 // final rows for one point (tuner::check_results_consistency), non-positive or non-finite
 // times, a negative cv, an unknown kernel, no ok rows, and an SM count that cannot be told.
-// A point's throttled rows give way to its final row (a resume re-measures them).
+// A point's throttled rows give way to its final row (a resume re-measures them). For a peer
+// kernel (peer_kernels.hpp) the ok rows of its policy kernels are attached to the shapes its
+// fixed-split rows measured (MeasuredShape::policy_time_us); InputError when one policy kernel
+// has two ok rows for one shape.
 Measurements load_measurements(const std::string& path, const LoadOptions& options = {});
 
 // Several results CSVs of one GPU as one training set: a new grid swept beside full.json's (a grid

@@ -61,6 +61,9 @@ struct RegretStats {
   double max = 0;
   double within_5pct = 0;    // share of shapes with regret <= 1.05
   double exact_share = 0;    // share whose pick was timed exactly (else same_partition/nearest)
+  // Geomean over the same shapes, where `ours` was evaluated too, of this policy's time / ours'
+  // time: how much faster our table is (0: ours not evaluated there). Reported for peer kernels.
+  double ours_speedup = 0;
 };
 RegretStats regret_stats(const std::vector<double>& regrets, int exact = -1);
 
@@ -71,6 +74,12 @@ struct ShapeSubset {
   std::function<bool(const MeasuredShape&)> contains;
 };
 std::vector<ShapeSubset> default_subsets();
+// The capacity scenario as a peer's rows measure it: fixed lengths 1024..32768 in a
+// 131072-token cache, where a rule that reads the capacity sees 4 to 128 times the real length.
+ShapeSubset capacity_scenario_subset();
+// What a report of `kernel`'s rows summarises: default_subsets(), and for a peer kernel
+// (peer_kernels.hpp) the capacity scenario too.
+std::vector<ShapeSubset> report_subsets(const std::string& kernel);
 
 struct RegretSummaryRow {
   std::string dataset;
@@ -81,11 +90,13 @@ struct RegretSummaryRow {
 std::vector<RegretSummaryRow> summarize(const Evaluation& evaluation,
                                         const std::vector<ShapeSubset>& subsets = default_subsets());
 
-// regret.csv: one row per (dataset, subset, policy), long format.
-std::string regret_summary_csv(const std::vector<RegretSummaryRow>& rows);
+// regret.csv: one row per (dataset, subset, policy), long format; `with_speedup` (a peer
+// kernel's report) adds the column ours_speedup.
+std::string regret_summary_csv(const std::vector<RegretSummaryRow>& rows, bool with_speedup = false);
 // regret_points.csv: one row per (dataset, shape), a column group per policy.
 std::string regret_points_csv(const std::vector<Evaluation>& evaluations);
-// The summary as markdown tables, with what the numbers mean.
+// The summary as markdown tables, with what the numbers mean; for a peer kernel (context.kernel)
+// with the ours_speedup column and a section on the peer's own rule against our table.
 struct ReportContext {
   std::string gpu;
   int sm_count = 0;

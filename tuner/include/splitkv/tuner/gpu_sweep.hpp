@@ -23,6 +23,7 @@ struct GpuSweepRequest {
   GridSpec grid;
   SweepPlan plan;  // expanded, pruned and already restricted to `shard`
   ShardSpec shard;
+  ShardBy shard_by = ShardBy::index;
   std::string out_csv;
   bool resume = false;
   int device = 0;
@@ -34,6 +35,22 @@ struct GpuSweepRequest {
   std::function<void(KernelRegistry&)> register_more_kernels;
 };
 
+// The runner's options for a sweep of `request` on `device`, progress lines to `progress`:
+// what the CUDA sweep and the fake GPU (fake_gpu.hpp) both run with.
+inline SweepRunOptions sweep_run_options(const GpuSweepRequest& request, const DeviceFacts& device,
+                                         std::ostream* progress) {
+  SweepRunOptions options;
+  options.device = device;
+  options.out_csv = request.out_csv;
+  options.resume = request.resume;
+  options.search = request.search;
+  options.shard = request.shard;
+  options.shard_by = request.shard_by;
+  options.stop_requested = request.stop_requested;
+  options.progress = progress;
+  return options;
+}
+
 struct GpuSweepResult {
   bool started = false;  // false: nothing was timed; `error` says why (no CUDA, no device)
   std::string error;
@@ -41,9 +58,8 @@ struct GpuSweepResult {
 };
 
 // The CUDA implementation is expected to: select request.device and fill DeviceFacts;
-// create request.kernel_names from a registry filled by register_gpu_kernels(); build
-// SweepRunOptions from the request (out_csv, resume, search, shard, stop_requested,
-// device, progress = &std::cerr); and return SweepRunner(options).run(grid, plan,
+// create request.kernel_names from a registry filled by register_gpu_kernels(); take
+// sweep_run_options(request, device, &std::cerr); and return SweepRunner(options).run(grid, plan,
 // kernels, gpu_timer). It may throw what SweepRunner::run throws before timing
 // (SweepError, CsvError, SidecarError); the CLI reports those as invalid input.
 GpuSweepResult run_gpu_sweep(const GpuSweepRequest& request);

@@ -38,6 +38,11 @@ class KernelUnderTest {
 
   // Frees what prepare allocated. Safe to call without prepare and more than once.
   virtual void release() = 0;
+
+  // True for a kernel whose own plan picks the split count, whatever launch's num_splits says
+  // (a library's heuristic). The sweep times it once per shape, at the shape's largest planned
+  // count, which its row records as num_splits: a policy row (tuner/CSV_SCHEMA.md).
+  virtual bool picks_own_split_count() const { return false; }
 };
 
 class KernelRegistry {

@@ -27,15 +27,34 @@ struct PlanAssumptions {
 };
 
 struct PlanEstimate {
-  std::int64_t timed_rows = 0;       // points x kernels (an upper bound for --search pruned)
+  std::int64_t timed_rows = 0;       // points x kernels (an upper bound for --search pruned); a
+                                     // kernel that picks its own split count: one row per shape
   std::int64_t kv_bytes_total = 0;   // KV bytes one pass over the points reads
   std::int64_t peak_bytes = 0;       // largest buffer set x its rotating copies
   std::string peak_point;            // the shape responsible for peak_bytes
   double seconds = 0;
 };
 
+// `kernel_count` kernels, of which the last `own_count_kernels` pick their own split count and are
+// timed once per shape (KernelUnderTest::picks_own_split_count).
 PlanEstimate estimate_plan(const GridSpec& grid, const SweepPlan& plan, int kernel_count,
-                           const PlanAssumptions& assumptions = {});
+                           const PlanAssumptions& assumptions = {}, int own_count_kernels = 0);
+
+// The estimate's seconds for one shape, all its split counts, one kernel: what
+// --shard-by cost balances.
+double estimate_shape_seconds(const GridSpec& grid, const SweepShape& shape,
+                              const PlanAssumptions& assumptions = {});
+
+// The shard (0..count-1) of each shape of `plan`, by position: longest processing time
+// first, each shape in turn, dearest first (ties by shape_index), to the shard with the
+// least estimated time so far (ties to the lower shard). Every shard's total then lies
+// within the dearest shape's cost of the mean. It depends only on the grid and the fixed
+// assumptions, never on the GPU at hand, so every machine of a sharded sweep deals alike.
+std::vector<int> deal_shapes_by_cost(const GridSpec& grid, const SweepPlan& plan, int count,
+                                     const PlanAssumptions& assumptions = {});
+
+// The shapes of `shard`, in plan order, dealt `by` index (select_shard) or by cost.
+SweepPlan select_shard(const GridSpec& grid, const SweepPlan& plan, const ShardSpec& shard, ShardBy by);
 
 struct PlanReportInput {
   const GridSpec* grid = nullptr;
@@ -43,7 +62,11 @@ struct PlanReportInput {
   const SweepPlan* whole = nullptr;  // the full grid, before sharding
   const SweepPlan* shard = nullptr;  // what this invocation would run
   ShardSpec shard_spec;
+  ShardBy shard_by = ShardBy::index;
   std::vector<std::string> kernels;
+  // Of `kernels`, those whose own plan picks the split count: timed once per shape. Where the
+  // build cannot ask (no CUDA), every kernel counts at every point, an upper bound.
+  std::vector<std::string> own_count_kernels;
   SearchMode search = SearchMode::exhaustive;
   PlanAssumptions assumptions;
 };

@@ -19,12 +19,15 @@
 
 namespace splitkv::tuner {
 
-inline constexpr std::array<std::string_view, 22> kResultsCsvColumns = {
+inline constexpr std::array<std::string_view, 24> kResultsCsvColumns = {
     "gpu",            "kernel",         "layout",       "page_size",     "dtype",
     "batch",          "num_heads",      "num_kv_heads", "head_dim",      "context_len",
     "cache_capacity", "length_distribution", "num_splits", "time_us_median", "time_us_p10",
     "time_us_p90",    "cv",             "repetitions",  "kv_bytes",      "tbps",
-    "status",         "message"};
+    "status",         "message",        "gpu_index",    "gpu_uuid"};
+// The columns every file has; the device columns after them (gpu_index, gpu_uuid) came
+// later, and a file without them reads as rows whose device is unknown.
+inline constexpr std::size_t kRequiredResultsCsvColumns = 22;
 
 // Messages: "<file>:<line>:<column>: <reason>" (column counts characters from 1).
 class CsvError : public std::runtime_error {
@@ -47,6 +50,8 @@ struct ResultRow {
   double tbps = kMissing;  // kv_bytes / median: the achieved KV read bandwidth, TB/s
   PointStatus status = PointStatus::ok;
   std::string message;
+  int gpu_index = -1;    // the GPU's index on its machine; -1 (empty in the file) when unknown
+  std::string gpu_uuid;  // e.g. "GPU-5b1a...": which card of the model measured the row
 };
 
 // Resume identity of a row: the kernel plus the point key. The gpu is not part of it: one
@@ -57,8 +62,10 @@ inline std::string resume_key(const ResultRow& row) { return resume_key(row.kern
 // tbps from bytes and a median in microseconds; missing when the median is.
 double achieved_tbps(std::int64_t kv_bytes, double time_us_median);
 
-std::string format_results_header();           // ends in '\n'
-std::string format_results_row(const ResultRow& row);  // one line, ends in '\n'
+// with_device_columns = false: the layout of a file written before gpu_index and gpu_uuid,
+// which a resume keeps so that every line of the file has the same fields.
+std::string format_results_header(bool with_device_columns = true);  // ends in '\n'
+std::string format_results_row(const ResultRow& row, bool with_device_columns = true);  // one line, ends in '\n'
 
 // A trailing line without its newline: the write a crash interrupted.
 struct TornTail {
@@ -71,12 +78,14 @@ struct ResultsCsv {
   std::vector<ResultRow> rows;
   std::vector<int> row_lines;   // line of each row, for messages further down the pipeline
   std::optional<TornTail> torn;
+  bool device_columns = true;   // the header has gpu_index and gpu_uuid (true for a file with no header yet)
 };
 
-// Parses a whole results file. An empty text is an empty file (no header yet). Missing or
-// unknown columns, a wrong field count, bad numbers, unknown statuses, bytes that are not
-// UTF-8 and a byte-order mark throw CsvError; a torn last line is dropped and reported
-// instead, because that is what a kill leaves.
+// Parses a whole results file. An empty text is an empty file (no header yet). A header
+// may leave out both device columns (gpu_index, gpu_uuid), not just one. Missing or unknown
+// columns, a wrong field count, bad numbers, unknown statuses, bytes that are not UTF-8 and
+// a byte-order mark throw CsvError; a torn last line is dropped and reported instead,
+// because that is what a kill leaves.
 ResultsCsv parse_results_csv(std::string_view text, const std::string& source);
 ResultsCsv read_results_csv(const std::string& path);  // a missing file reads as empty
 
@@ -92,7 +101,8 @@ enum class Durability {
 };
 
 // Appends rows to a results CSV, writing the header only into a new or empty file. Holds
-// an exclusive lock so two sweeps cannot interleave rows in one file.
+// an exclusive lock so two sweeps cannot interleave rows in one file. Rows appended to a
+// file whose header lacks the device columns are written without them.
 class ResultsCsvWriter {
  public:
   explicit ResultsCsvWriter(const std::string& path,
@@ -112,6 +122,7 @@ class ResultsCsvWriter {
   std::string path_;
   Durability durability_;
   int fd_ = -1;
+  bool device_columns_ = true;
 };
 
 struct ResumeState {

@@ -46,9 +46,12 @@ struct Sidecar {
   std::vector<std::string> kernels;
   std::string search = "exhaustive";
   std::string shard = "0/1";
+  std::string shard_by = "index";  // how shapes were dealt to shards (index | cost)
   double memory_budget_gb = 0;
   MeasurementProtocol protocol;
   DeviceFacts device;
+  // A merge of shards measured on several GPUs of one model: each of them, once; empty otherwise.
+  std::vector<DeviceFacts> devices;
   std::string started_at;         // ISO-8601 UTC of the first run into this CSV
   std::string finished_at;        // empty while a run is in progress
   std::string state = "running";  // running | complete | interrupted | aborted

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -35,6 +36,14 @@ struct SweepShape {
     return p;
   }
 };
+
+// The split counts one kernel is timed at for a shape: all of them, or only the largest for a
+// kernel whose own plan picks the count (KernelUnderTest::picks_own_split_count), whose policy row
+// records that largest planned count as num_splits.
+inline std::vector<int> timed_split_counts(const SweepShape& shape, bool picks_own_split_count) {
+  if (picks_own_split_count && !shape.split_counts.empty()) return {shape.split_counts.back()};
+  return shape.split_counts;
+}
 
 struct PruneCounts {
   std::map<PruneReason, std::int64_t> points;  // per reason; each point counted once
@@ -75,5 +84,11 @@ ShardSpec parse_shard(std::string_view text);
 // shard, so its split counts are timed back to back on one device and its best is local.
 // The prune counts stay those of the whole grid.
 SweepPlan select_shard(const SweepPlan& plan, const ShardSpec& shard);
+
+// How shapes are dealt to shards: index, round-robin by shape_index (select_shard above);
+// cost, greedily by the planner's time estimate (select_shard in plan_report.hpp).
+enum class ShardBy { index, cost };
+std::string_view to_string(ShardBy by);
+std::optional<ShardBy> parse_shard_by(std::string_view text);
 
 }  // namespace splitkv::tuner

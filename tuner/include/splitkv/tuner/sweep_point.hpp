@@ -95,6 +95,11 @@ struct SweepPoint {
   friend bool operator!=(const SweepPoint& a, const SweepPoint& b) { return !(a == b); }
 };
 
+// Paged: the page pool in the order an allocator that has run a while hands it out, a fixed
+// shuffle of [0, total_pages()). Sequence b holds the next ceil(length_b / page_size) entries, in
+// sequence order, so every paged kernel under test reads the same placement of the same batch.
+std::vector<std::int32_t> shuffled_page_pool(const SweepPoint& point);
+
 // Rotating buffer sets so one graph replay touches at least l2_multiple x l2_bytes, capped
 // by what fits in memory_budget_bytes and by max_copies (graphs with thousands of nodes
 // capture slowly and gain nothing). Always at least 1.

@@ -71,8 +71,9 @@ struct SweepRunOptions {
   int throttle_retries = 1;  // throttled points are re-timed this many times before recording
   int max_copies = 1024;     // cap on rotating buffer sets per shape
   Durability durability = Durability::fsync_each_row;
-  DeviceFacts device;        // name fills the gpu column; l2_bytes sizes the rotation
+  DeviceFacts device;        // name, index and uuid fill the gpu columns; l2_bytes sizes the rotation
   ShardSpec shard;
+  ShardBy shard_by = ShardBy::index;  // how the plan's shapes were dealt to `shard`
   bool write_sidecar = true;
   std::string git_sha;       // empty: git_head_sha(source_dir())
   const std::atomic<bool>* stop_requested = nullptr;  // checked between points (SIGINT)
@@ -85,7 +86,7 @@ std::string_view to_string(StopReason reason);
 struct SweepSummary {
   StopReason stop = StopReason::complete;
   std::string message;               // why it stopped early; says how to resume
-  std::int64_t planned = 0;          // points x kernels in this shard
+  std::int64_t planned = 0;          // points x kernels in this shard (shapes for a kernel that picks its own count)
   std::int64_t already_done = 0;     // found in the CSV and skipped
   std::int64_t rows_written = 0;     // by this run
   std::int64_t ok = 0;               // rows written with status ok
