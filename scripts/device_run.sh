@@ -71,6 +71,8 @@ nvcc --version | tail -1
 section "build"
 flashinfer_setting=()   # the flashinfer step needs FlashInfer: a missing .deps/flashinfer stops the configure
 [[ "$steps" == *" flashinfer "* ]] && flashinfer_setting=(-DSPLITKV_WITH_FLASHINFER=ON)
+# Elsewhere FlashInfer builds when its headers came with the call (the peers race uses it).
+[[ -z "${flashinfer_setting[*]}" && -d .deps/flashinfer/include ]] && flashinfer_setting=(-DSPLITKV_WITH_FLASHINFER=AUTO)
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITKV_CUDA_ARCHITECTURES=90a "${flashinfer_setting[@]}" \
   >"$LOG/configure.log" 2>&1 || { tail -40 "$LOG/configure.log"; exit 1; }
 grep -E "FlashInfer kernels" "$LOG/configure.log"
@@ -225,8 +227,8 @@ if [[ "$steps" == *" flashinfer "* ]]; then
   flashinfer_deadline=${SPLITKV_FLASHINFER_DEADLINE:-540}
   run_sweeps "$flashinfer_deadline" "flashinfer_smoke:sweeps/flashinfer_smoke.json:$flashinfer_kernels"
   cat results/h200/flashinfer_smoke.csv 2>/dev/null | cut -c1-200
-  if grep -q '^[^,]*,flashinfer,.*,ok,$' results/h200/flashinfer_smoke.csv 2>/dev/null &&
-     grep -q '^[^,]*,flashinfer_heuristic,.*,ok,$' results/h200/flashinfer_smoke.csv; then
+  if grep -q '^[^,]*,flashinfer,.*,ok,' results/h200/flashinfer_smoke.csv 2>/dev/null &&
+     grep -q '^[^,]*,flashinfer_heuristic,.*,ok,' results/h200/flashinfer_smoke.csv; then
     run_sweeps "$flashinfer_deadline" "flashinfer:sweeps/flashinfer.json:$flashinfer_kernels"
   else
     echo "flashinfer: full grid not started, the smoke grid has no ok row of both kernels"
@@ -278,10 +280,16 @@ if wants peers; then
   peers_seconds=$(( deadline - SECONDS ))
   (( peers_seconds > 20 )) || peers_seconds=20
   echo "peers: at most ${peers_seconds}s"
+  # FA3 and FlashInfer join the race when the call carries the FA3 wheel and FlashInfer's headers.
+  peer_kernel_args=()
+  if ls .whl/fa3_fwd-*.whl >/dev/null 2>&1; then
+    rm -rf /tmp/fa3 && python3 -m zipfile -e .whl/fa3_fwd-*.whl /tmp/fa3 && peer_kernel_args+=(--fa3-path /tmp/fa3)
+  fi
+  grep -q "FlashInfer kernels: flashinfer" "$LOG/configure.log" && peer_kernel_args+=(--splitkv build-device/cli/splitkv)
   PYTHONUNBUFFERED=1 timeout -s INT "$peers_seconds" python3 scripts/bench_peers.py \
     --lib build-device/kernels/libsplitkv_c.so --heuristic-lib build-device/heuristics/libsplitkv_heuristics_c.so \
     --out results/h200/peers.csv --groups "${SPLITKV_PEER_GROUPS:-anchors,capacity,head_dim,batch_sweep,context_sweep}" \
-    --flex-groups "${SPLITKV_FLEX_GROUPS:-}" 2>&1 | tee "$LOG/peers.log" | cut -c1-220
+    --flex-groups "${SPLITKV_FLEX_GROUPS:-}" "${peer_kernel_args[@]}" 2>&1 | tee "$LOG/peers.log" | cut -c1-220
 fi
 if [[ "$steps" == *" profile "* ]]; then
   section "profile (Nsight Compute on the fixed-count and auto split kernels)"

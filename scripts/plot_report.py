@@ -368,14 +368,29 @@ PEER_CONTENDERS = [  # (contender, label, marker, hollow); hollow markers keep c
     ("sdpa_cudnn", "SDPA cuDNN", "x", False),
     ("splitkv_best", "ours (best split)", ".", False),
     ("splitkv_heuristic", "ours (heuristic)", "o", True),
+    # Drawn beneath ours, in colours of their own, so a peers.csv without them plots as before.
+    ("fa3_heuristic", "FA3, num_splits = 0", "D", True),
+    ("fa3_best", "FA3 (best split)", "d", False),
+    ("flashinfer_plan", "FlashInfer's plan (paged16)", "p", True),
+    ("flashinfer_best", "FlashInfer (best split, paged16)", "*", False),
 ]
+# Rows per candidate split count; the *_best rows copy the fastest of them.
+SEARCH_CONTENDERS = ("splitkv_split_search", "fa3_split_search")
+# The acceptance's peers: per shape the fastest ok row of any of them; a family counts if either of its
+# contenders ran.
+BEST_PEER_FAMILIES = [("SDPA cuDNN", ("sdpa_cudnn",)), ("FA3", ("fa3_best", "fa3_heuristic")),
+                      ("FlashInfer", ("flashinfer_best", "flashinfer_plan"))]
+HOPPER_PEERS = ("fa3_heuristic", "fa3_best", "flashinfer_plan", "flashinfer_best")
+PEER_SHORT = {"sdpa_cudnn": "cuDNN", "fa3_heuristic": "FA3 num_splits=0", "fa3_best": "FA3 best",
+              "flashinfer_plan": "FlashInfer plan", "flashinfer_best": "FlashInfer best"}
+ACCEPT_GEOMEAN, ACCEPT_MIN = 1.05, 0.95
 
 
 def peer_shapes(inputs):
-    """Shapes of peers.csv in file order, with {contender: row} for ok rows (split search excluded)."""
+    """Shapes of peers.csv in file order, with {contender: row} for ok rows (split searches excluded)."""
     order, by_shape = [], {}
     for r in inputs.peers:
-        if r["contender"] == "splitkv_split_search" or r["status"] != "ok":
+        if r["contender"] in SEARCH_CONTENDERS or r["status"] != "ok":
             continue
         key = (r["group"], r["batch"], r["num_heads"], r["num_kv_heads"], r["head_dim"], r["context_len"],
                r["cache_capacity"])
@@ -402,8 +417,10 @@ def plot_peers(plt, inputs, path):
                 xs.append(float(s[contender]["time_us_median"]))
                 ys.append(y)
         if xs:
-            style = dict(facecolors="none", edgecolors=f"C{k}", linewidths=1.2) if hollow else dict(color=f"C{k}")
-            ax.scatter(xs, ys, marker=marker, s=60 if hollow else 30, label=label, zorder=3 + k, **style)
+            color = f"C{k % 10}" if k < 10 else "k"
+            style = dict(facecolors="none", edgecolors=color, linewidths=1.2) if hollow else dict(color=color)
+            zorder = 2 if contender in HOPPER_PEERS else 3 + k
+            ax.scatter(xs, ys, marker=marker, s=60 if hollow else 30, label=label, zorder=zorder, **style)
     ax.set_yticks(range(len(shapes)))
     ax.set_yticklabels([f"{s['row']['group']}: {peer_label(s['row'])}" for s in shapes], fontsize=7)
     ax.invert_yaxis()
@@ -694,21 +711,45 @@ def peers_section(peers):
            "brackets.\n\n"]
     def t(s, c):
         return f"{float(s[c]['time_us_median']):.1f}" if c in s else ""
+
+    def ts(s, c):  # time and, where the row has one, its split count
+        if c not in s:
+            return ""
+        return t(s, c) + (f" ({s[c]['num_splits']})" if s[c]["num_splits"] else "")
+    # FA3's and FlashInfer's columns only where peers.csv has their rows: the table of a run without
+    # --fa3-path / --splitkv stays as it was.
+    hopper = [c for c in HOPPER_PEERS if any(c in s for s in peers)]
+    if hopper:
+        out.append("FlashAttention 3 (the fa3_fwd wheel's `flash_attn_with_kvcache` on a contiguous cache of the "
+                   "shape's capacity: `num_splits = 0`, its own choice, and its best fixed count) and FlashInfer "
+                   "(its batch paged decode on 16-token pages, timed by `splitkv sweep`: its own plan, with the "
+                   "split count it gave the longest sequence, and its best fixed count) where they ran. The last "
+                   "column is the fastest of SDPA cuDNN, FA3 and FlashInfer / ours at the heuristic's choice.\n\n")
     table = []
     for s in peers:
         r = s["row"]
         h = s.get("splitkv_heuristic")
         b = s.get("splitkv_best")
-        table.append([r["group"], peer_label(r), f"{float(h['time_us_median']):.1f} ({h['num_splits']})" if h else "",
-                      f"{float(b['time_us_median']):.1f} ({b['num_splits']})" if b else "", t(s, "sdpa_cudnn"),
-                      t(s, "sdpa_flash"), t(s, "fa2_varlen_maxk_real"), t(s, "fa2_varlen_maxk_capacity"),
-                      t(s, "splitkv_auto")])
+        line = [r["group"], peer_label(r), f"{float(h['time_us_median']):.1f} ({h['num_splits']})" if h else "",
+                f"{float(b['time_us_median']):.1f} ({b['num_splits']})" if b else "", t(s, "sdpa_cudnn"),
+                t(s, "sdpa_flash"), t(s, "fa2_varlen_maxk_real"), t(s, "fa2_varlen_maxk_capacity"),
+                t(s, "splitkv_auto")]
+        if hopper:
+            best = best_peer(s)
+            line += [ts(s, c) for c in hopper]
+            line.append(f"{best[2]:.3f}x ({PEER_SHORT[best[1]]})" if best else "")
+        table.append(line)
+    names = {"fa3_heuristic": "FA3, num_splits = 0", "fa3_best": "FA3, best", "flashinfer_plan": "FlashInfer, its plan",
+             "flashinfer_best": "FlashInfer, best"}
+    extra = [names[c] for c in hopper] + (["best peer / ours"] if hopper else [])
     out.append(md_table(["group", "shape", "ours, heuristic", "ours, best", "SDPA cuDNN", "SDPA flash",
-                         "FA2 varlen", "FA2 varlen, max_seqlen_k = capacity", "ours, num_splits = auto"], table,
-                        ["---", "---"] + ["---:"] * 7))
+                         "FA2 varlen", "FA2 varlen, max_seqlen_k = capacity", "ours, num_splits = auto"] + extra,
+                        table, ["---", "---"] + ["---:"] * (7 + len(extra))))
     rows = []
     for contender, name in (("sdpa_cudnn", "SDPA cuDNN"), ("sdpa_flash", "SDPA flash"),
-                            ("fa2_varlen_maxk_real", "FA2 varlen")):
+                            ("fa2_varlen_maxk_real", "FA2 varlen"), ("fa3_heuristic", "FA3, num_splits = 0"),
+                            ("fa3_best", "FA3, best split"), ("flashinfer_plan", "FlashInfer, its plan"),
+                            ("flashinfer_best", "FlashInfer, best split")):
         for subset, keep in (("all", lambda r: True), ("batch <= 16", lambda r: int(r["batch"]) <= 16),
                              ("batch > 16", lambda r: int(r["batch"]) > 16)):
             s = [float(x[contender]["time_us_median"]) / float(x["splitkv_heuristic"]["time_us_median"])
@@ -719,8 +760,60 @@ def peers_section(peers):
     out.append("\nSpeedup of ours at the heuristic's choice = the peer's time / ours (> 1: ours faster):\n\n")
     out.append(md_table(["peer", "subset", "shapes", "geomean", "min", "max", "ours faster"], rows,
                         ["---", "---", "---:", "---:", "---:", "---:", "---:"]))
+    if hopper:
+        out.append(best_peer_text(peers, "\n"))
     out.append(capacity_anchor_text(peers, "\n"))
     return "".join(out)
+
+
+def best_peer(s):
+    """(family, contender, ratio) of the fastest of SDPA cuDNN, FA3 and FlashInfer on the shape, ratio = its
+    time / ours at the heuristic's choice (> 1: ours faster); None without ours or any of them."""
+    if "splitkv_heuristic" not in s:
+        return None
+    times = [(float(s[c]["time_us_median"]), family, c) for family, contenders in BEST_PEER_FAMILIES
+             for c in contenders if c in s]
+    if not times:
+        return None
+    fastest, family, contender = min(times)
+    return family, contender, fastest / float(s["splitkv_heuristic"]["time_us_median"])
+
+
+def best_peer_text(peers, lead, list_below=True):
+    """The acceptance: ours (our table) against the best of {cuDNN, FA3, FlashInfer} per shape."""
+    # A shape two groups share (B1 L4096 is an anchor, in batch_sweep and in context_sweep) counts once,
+    # at its first group's measurement, so no shape weighs more in the geomean than another.
+    scored, seen = [], set()
+    for s in peers:
+        r = s["row"]
+        key = tuple(r[c] for c in ("batch", "num_heads", "num_kv_heads", "head_dim", "context_len", "cache_capacity"))
+        b = best_peer(s)
+        if b and key not in seen:
+            seen.add(key)
+            scored.append((s, b))
+    if not scored:
+        return ""
+    ratios = [b[2] for _, b in scored]
+    g, worst = geomean(ratios), min(scored, key=lambda x: x[1][2])
+    below = [(s, b) for s, b in scored if b[2] < ACCEPT_MIN]
+    wins = defaultdict(int)
+    for _, b in scored:
+        wins[b[1]] += 1
+    # Shapes where a family did not run (SDPA runs only at capacity = length) compare with fewer peers.
+    partial = sum(1 for s, _ in scored if not all(any(c in s for c in cs) for _, cs in BEST_PEER_FAMILIES))
+    met = g >= ACCEPT_GEOMEAN and not below
+    text = (f"{lead}**Ours (the generated table) vs the best of SDPA cuDNN, FA3 and FlashInfer per shape** "
+            f"({len(scored)} distinct shapes, each at its first group's rows; the fastest peer's time / ours): geomean {g:.3f}x, min {worst[1][2]:.3f}x "
+            f"({worst[0]['row']['group']}: {peer_label(worst[0]['row'])}, against {worst[1][1]}), "
+            f"{len(below)} shape(s) below {ACCEPT_MIN:.2f}x. Acceptance (geomean >= {ACCEPT_GEOMEAN:.2f}x, no shape "
+            f"below {ACCEPT_MIN:.2f}x): **{'met' if met else 'not met'}**. Fastest peer: "
+            + ", ".join(f"{c} on {n} shape(s)" for c, n in sorted(wins.items(), key=lambda x: (-x[1], x[0])))
+            + (f"; {partial} shape(s) lack one of the three families (SDPA runs only where capacity = length)"
+               if partial else "") + ".\n")
+    if below and list_below:
+        text += "\n" + "".join(f"- below {ACCEPT_MIN:.2f}x: {s['row']['group']}: {peer_label(s['row'])}: {b[2]:.3f}x against "
+                        f"{b[1]}\n" for s, b in below)
+    return text
 
 
 def capacity_anchor_text(peers, lead):
@@ -773,6 +866,8 @@ def headlines(inputs, peers):
         out.append(f"- **peers**: ours at the heuristic's choice is {cudnn:.3f}x faster than SDPA cuDNN (geomean, "
                    f"{n1} shapes; {cudnn16:.3f}x at batch <= 16, {n2} shapes) and {flash:.3f}x faster than SDPA "
                    f"flash ({n3} shapes).\n")
+    if any(c in s for s in peers for c in HOPPER_PEERS):
+        out.append(best_peer_text(peers, "- ", list_below=False))
     out.append(capacity_anchor_text(peers, "- "))
     return "".join(out)
 

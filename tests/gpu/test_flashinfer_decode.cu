@@ -337,6 +337,62 @@ TEST(FlashinferDecodeGpu, SanitizerSubset) {
   cudaStreamDestroy(stream);
 }
 
+// scripts/bench_peers.py times FlashInfer through `splitkv sweep` and cannot check its output
+// there, so its shapes are checked here, on its grid's 16-token pages and fixed lengths, at
+// FlashInfer's own plan and at one fixed split count. Kept: the shapes of its shapes() (groups
+// anchors, head_dim, batch_sweep, context_sweep, capacity) whose K holds at most 2^26 elements
+// (batch x kv heads x context x head_dim: K + V are <= 256 MiB in bf16, 1 GiB as the host
+// reference's doubles), 29 of its 46 distinct shapes. A paged table has no capacity, so a shape
+// of the capacity group is its capacity = length twin. Left out as too large for the host
+// reference (17): B1 32/32 L32768, B1 L131072, B4 L32768, B8 L16384/32768/65536/131072,
+// B16 L8192/16384, B16 32/32 L4096, B16 d256 L8192, B32 L4096, B64 L4096, B64 32/32 L2048,
+// B128 L2048/4096, B256 L4096 (32/8 heads and head_dim 128 unless named).
+TEST(FlashinferDecodeGpu, BenchPeersShapesAgainstFloat64Reference) {
+  SPLITKV_REQUIRE_FLASHINFER();
+  SPLITKV_REQUIRE_GPU();
+  cudaStream_t stream = nullptr;
+  SPLITKV_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct PeerShape {
+    int batch, num_heads, num_kv_heads, head_dim, context_len;
+  };
+  const PeerShape shapes[] = {
+      // anchors
+      {1, 32, 8, 128, 1024}, {1, 32, 8, 128, 4096}, {1, 32, 8, 128, 16384}, {1, 32, 8, 128, 65536},
+      {1, 32, 32, 128, 4096}, {4, 32, 8, 128, 2048}, {4, 32, 8, 128, 8192}, {8, 32, 8, 128, 8192},
+      {16, 32, 8, 128, 1024}, {16, 32, 8, 128, 4096}, {32, 32, 8, 128, 2048}, {64, 32, 8, 128, 1024},
+      // head_dim
+      {1, 32, 8, 64, 8192}, {16, 32, 8, 64, 8192}, {1, 32, 8, 256, 8192},
+      // batch_sweep, beyond the anchors
+      {2, 32, 8, 128, 4096}, {4, 32, 8, 128, 4096}, {8, 32, 8, 128, 4096},
+      // context_sweep, beyond the anchors
+      {1, 32, 8, 128, 512}, {1, 32, 8, 128, 2048}, {1, 32, 8, 128, 8192}, {1, 32, 8, 128, 32768},
+      {8, 32, 8, 128, 512}, {8, 32, 8, 128, 1024}, {8, 32, 8, 128, 2048},
+      // capacity, at their real lengths, beyond the above
+      {4, 32, 8, 128, 512}, {4, 32, 8, 128, 16384}, {16, 32, 8, 128, 512}, {16, 32, 8, 128, 2048},
+  };
+  std::uint64_t seed = 2000;
+  int checked = 0;
+  double worst = 0.0;
+  for (const PeerShape& shape : shapes) {
+    ASSERT_LE(static_cast<long long>(shape.batch) * shape.num_kv_heads * shape.context_len * shape.head_dim,
+              1LL << 26);
+    Config c;
+    c.batch = shape.batch;
+    c.num_heads = shape.num_heads;
+    c.num_kv_heads = shape.num_kv_heads;
+    c.head_dim = shape.head_dim;
+    c.page_size = 16;
+    c.lengths.assign(static_cast<std::size_t>(shape.batch), shape.context_len);
+    // 12 leaves an uneven last chunk on most lengths; the sweep plans no count past the 64-token tiles.
+    c.split_counts = {std::min(12, ceil_div(shape.context_len, 64))};
+    worst = std::max(worst, check_config(c, ++seed, stream));
+    ++checked;
+    if (::testing::Test::HasFailure()) break;  // the first failing shape says enough
+  }
+  std::printf("[ flashinfer ] %d bench_peers shapes, worst relative error %.3e\n", checked, worst);
+  cudaStreamDestroy(stream);
+}
+
 // The sweep captures back-to-back calls in one CUDA graph (tuner::GraphReplayTimer, the harness's
 // own): a capture that succeeds is the proof that launch() enqueues without a host sync, an
 // allocation or a host-to-device copy; its replays must still give the reference's output.
