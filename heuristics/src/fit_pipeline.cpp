@@ -71,6 +71,7 @@ FitProducts run_fit(const FitRequest& request) {
   if (request.table) check_table_gpu(request, out.training);
   FitOptions options = request.options;
   if (options.sm_count == 0) options.sm_count = out.training.sm_count;  // waves are counted on the measured GPU
+  if (const PeerKernel* peer = find_peer_kernel(out.training.kernel)) options.occupancy = peer->occupancy;
   if (!request.table) out.fit = fit_heuristic(out.training.shapes, options);
 
   if (!request.header_path.empty()) {

@@ -283,10 +283,22 @@ class HeaderParser {
     }
     if (int(measured.size()) != planes) fail(end + 1, fmt::format("kMeasuredCtas lists {} planes, expected {}", measured.size(), planes));
     h.table_lines.emplace_back(at + 1, end + 1);
+    // The slots of guard_unmeasured: "slots = head_dim <= 128 ? 2LL * kSmCount : kSmCount".
+    KernelOccupancy occupancy;
+    static const std::regex slots_line(
+        R"(^  const long long slots = head_dim <= 128 \? (?:(\d+)LL \* )?kSmCount : (?:(\d+)LL \* )?kSmCount;.*$)");
+    const int slots_at = find("const long long slots = head_dim <= 128", 0);
+    if (slots_at < 0 || !std::regex_match(lines_[slots_at], m, slots_line)) {
+      fail(slots_at < 0 ? line_of("kWaveGuardMarginPercent") : slots_at + 1,
+           "expected `const long long slots = head_dim <= 128 ? <n>LL * kSmCount : kSmCount;` in guard_unmeasured");
+    }
+    occupancy.up_to_head_dim_128 = m[1].matched ? std::stoi(m[1]) : 1;
+    occupancy.above_head_dim_128 = m[2].matched ? std::stoi(m[2]) : 1;
     for (ParsedSplitTable* t : {&h.real_length, &h.capacity}) {
       t->wave_guard_margin_percent = margin;
       t->sm_count = h.sm_count;
       t->measured_ctas = measured;
+      t->occupancy = occupancy;
     }
   }
 
@@ -320,7 +332,7 @@ int ParsedSplitTable::lookup(int batch, int num_kv_heads, int head_dim, int toke
   if (measured_ctas.empty()) return splits;  // a header from before the guard
   return guard_unmeasured_ctas(splits, ctas, tokens, head_dim,
                                measured_ctas[std::size_t(hd_class) * layout_classes + layout], sm_count,
-                               wave_guard_margin_percent, max_splits);
+                               wave_guard_margin_percent, max_splits, occupancy);
 }
 
 bool GeneratedHeader::is_table_line(int line) const {

@@ -64,6 +64,12 @@ struct EmittedTable {
   std::string text;
 };
 
+// The slots of `ctas_per_sm` resident CTAs per SM as the header spells them: kSmCount, or
+// "2LL * kSmCount" (`suffix` LL) where a 64-bit product is wanted. The parser reads them back.
+std::string slots_expression(int ctas_per_sm, std::string_view suffix) {
+  return ctas_per_sm == 1 ? std::string("kSmCount") : fmt::format("{}{} * kSmCount", ctas_per_sm, suffix);
+}
+
 // Each plane's measured CTA counts (the wave guard leaves those to the table) and the guard itself.
 // Row p of kMeasuredCtas is plane p = head_dim class x kLayoutClasses + layout class: its length,
 // then its counts ascending, then zeros.
@@ -240,9 +246,9 @@ std::string emit_measured_ctas(const SplitTable& table) {
       "                                                          long long tokens, int max_splits) {{\n"
       "  if (kWaveGuardMarginPercent < 0) return splits;\n"
       "  // The arithmetic first: it leaves most answers alone, and then the search is not needed.\n"
-      "  const long long slots = head_dim <= 128 ? 2LL * kSmCount : kSmCount;  // resident CTAs per SM\n"
-      "  const int guarded = head_dim <= 128 ? wave_guard<2 * kSmCount>(splits, ctas, tokens, max_splits)\n"
-      "                                      : wave_guard<kSmCount>(splits, ctas, tokens, max_splits);\n"
+      "  const long long slots = head_dim <= 128 ? {slots_small} : {slots_large};  // resident CTAs per SM\n"
+      "  const int guarded = head_dim <= 128 ? wave_guard<{guard_small}>(splits, ctas, tokens, max_splits)\n"
+      "                                      : wave_guard<{guard_large}>(splits, ctas, tokens, max_splits);\n"
       "  if (guarded == splits) return splits;\n"
       "  if (measured_ctas(head_dim_class(head_dim) * kLayoutClasses + layout_class(page_size), ctas) &&\n"
       "      !spills_sparse_wave_of_full_splits(splits, ctas, tokens, slots))\n"
@@ -250,7 +256,11 @@ std::string emit_measured_ctas(const SplitTable& table) {
       "  return guarded;\n"
       "}}\n"
       "\n",
-      fmt::arg("planes", table.measured_ctas.size()), fmt::arg("width", widest + 1), fmt::arg("rows", rows));
+      fmt::arg("planes", table.measured_ctas.size()), fmt::arg("width", widest + 1), fmt::arg("rows", rows),
+      fmt::arg("slots_small", slots_expression(table.occupancy.up_to_head_dim_128, "LL")),
+      fmt::arg("slots_large", slots_expression(table.occupancy.above_head_dim_128, "LL")),
+      fmt::arg("guard_small", slots_expression(table.occupancy.up_to_head_dim_128, "")),
+      fmt::arg("guard_large", slots_expression(table.occupancy.above_head_dim_128, "")));
 }
 
 EmittedTable emit_table(const SplitTable& table, std::string_view name, std::string_view unit) {

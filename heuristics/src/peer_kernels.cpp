@@ -13,12 +13,18 @@ const PeerKernel* find_peer_kernel(std::string_view kernel) {
         {"fa3_heuristic_maxlen", "FA3's own count (num_splits=0) with max_seqlen_k = the batch's real max length; "
                                  "measured row"}},
        "fa3_heuristic_capacity",
-       CallSite::flash_attention_3},
+       CallSite::flash_attention_3,
+       // FA3's Hopper forward kernel fills an SM's shared memory with one CTA (kernels/DECISIONS.md:
+       // fitted with one, its off-grid regret is 1.0284 against 1.0336 with our kernel's two).
+       {1, 1}},
       {"flashinfer",
        "FlashInfer",
        {{"flashinfer_heuristic", "FlashInfer's own plan (its kv chunk size from the page counts); measured row"}},
        "flashinfer_heuristic",
-       CallSite::flashinfer},
+       CallSite::flashinfer,
+       // FlashInfer's plan budgets 8 CTAs per SM, but counting waves of 8 moved its cross-validated
+       // regret by under 0.002, so its table keeps our kernel's waves.
+       {}},
   };
   for (const PeerKernel& peer : peers) {
     if (peer.name == kernel) return &peer;

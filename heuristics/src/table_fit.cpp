@@ -112,7 +112,7 @@ int geometric_midpoint(int a, int b) {
   return int(t);
 }
 
-int resident_ctas_per_sm(int head_dim) { return head_dim <= 128 ? 2 : 1; }
+int resident_ctas_per_sm(int head_dim) { return KernelOccupancy{}.at(head_dim); }
 
 int wave_guard(int splits, std::int64_t ctas, std::int64_t tokens, int slots, int margin_percent, int max_splits) {
   if (splits < 1 || ctas < 1 || slots < 1 || margin_percent < 0) return splits;
@@ -223,7 +223,7 @@ int SplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, in
   return guard_unmeasured_ctas(splits, ctas, tokens, head_dim,
                                measured_ctas[std::size_t(grid.head_dim_class(head_dim)) * grid.layout_classes() +
                                              grid.layout_class(page_size)],
-                               sm_count, wave_guard_margin_percent, max_splits);
+                               sm_count, wave_guard_margin_percent, max_splits, occupancy);
 }
 
 bool spills_sparse_wave_of_full_splits(int splits, std::int64_t ctas, std::int64_t tokens, int slots) {
@@ -240,9 +240,9 @@ bool spills_sparse_wave_of_full_splits(int splits, std::int64_t ctas, std::int64
 
 int guard_unmeasured_ctas(int splits, std::int64_t ctas, std::int64_t tokens, int head_dim,
                           const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent,
-                          int max_splits) {
+                          int max_splits, const KernelOccupancy& occupancy) {
   if (sm_count <= 0 || margin_percent < 0) return splits;
-  const int slots = sm_count * resident_ctas_per_sm(head_dim);
+  const int slots = sm_count * occupancy.at(head_dim);
   if (std::binary_search(measured_in_plane.begin(), measured_in_plane.end(), ctas) &&
       !spills_sparse_wave_of_full_splits(splits, ctas, tokens, slots))
     return splits;
@@ -419,6 +419,7 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
   }
   table.sm_count = options.sm_count;
   table.wave_guard_margin_percent = options.wave_guard_margin_percent;
+  table.occupancy = options.occupancy;
 
   // Shapes by cell, in input order (shapes come sorted, so the sums below are deterministic).
   std::vector<std::vector<std::size_t>> members(cells);
@@ -471,7 +472,7 @@ SplitTable fit_split_table(const std::vector<MeasuredShape>& shapes,
     for (auto& [row, by_ctas] : rows) {
       const int y = int((row / std::size_t(g.cta_buckets)) % std::size_t(g.length_buckets));
       const int hd = int(row / (std::size_t(g.cta_buckets) * g.length_buckets * g.layout_classes()));
-      const std::int64_t slots = std::int64_t(resident_ctas_per_sm(g.head_dims[std::size_t(hd)])) * options.sm_count;
+      const std::int64_t slots = std::int64_t(options.occupancy.at(g.head_dims[std::size_t(hd)])) * options.sm_count;
       // Splits beyond the row's 64-token tiles leave CTAs empty: waves count the non-empty ones.
       const std::int64_t tiles = std::max<std::int64_t>(1, ((std::int64_t(1) << (g.length_log2_min + y)) + 63) / 64);
       for (int x = 0; x < g.cta_buckets; ++x) {

@@ -152,6 +152,28 @@ TEST(GeneratedTable, EvaluatingTheCommittedHeaderMatchesTheFitItCameFrom) {
   EXPECT_EQ(run_fit(given).evaluations.size(), 1u);
 }
 
+// FA3's table counts waves of one CTA per SM (peer_kernels.cpp); its header says so in the guard's
+// slots and evaluate --table reads them back, so the parsed header answers as the fitted table.
+TEST(GeneratedTable, APeerHeaderCarriesItsKernelsOccupancy) {
+  const std::string fa3_header = kSource + "/heuristics/generated/num_splits_fa3_h200.hpp";
+  const std::string fa3_csv = kSource + "/results/h200/fa3.csv";
+  EXPECT_TRUE(contains(read_text(fa3_header), "slots = head_dim <= 128 ? kSmCount : kSmCount;"));
+  EXPECT_TRUE(contains(read_text(kCommittedHeader), "slots = head_dim <= 128 ? 2LL * kSmCount : kSmCount;"));
+  FitRequest fitted;
+  fitted.results_csv = fa3_csv;
+  fitted.kernel = "fa3";
+  fitted.cross_validate = false;
+  FitRequest given = fitted;
+  given.table = load_given_table(fa3_header);
+  const FitProducts a = run_fit(fitted);
+  const FitProducts b = run_fit(given);
+  EXPECT_EQ(a.fit.real_length.occupancy, (KernelOccupancy{1, 1}));
+  ASSERT_EQ(a.summary.size(), b.summary.size());
+  for (std::size_t i = 0; i < a.summary.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a.summary[i].stats.geomean, b.summary[i].stats.geomean) << a.summary[i].policy;
+  }
+}
+
 TEST(GeneratedTable, ATableOfAnotherGpuIsRefusedUnlessAllowed) {
   FitRequest request;
   request.results_csv = kCommittedCsv;

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "splitkv/heuristics/kernel_occupancy.hpp"
+
 namespace splitkv::heuristics {
 
 // One table of a generated header, as its lookup function computes it
@@ -31,6 +33,7 @@ struct ParsedSplitTable {
   int wave_guard_margin_percent = -1;
   int sm_count = 0;
   std::vector<std::vector<std::int64_t>> measured_ctas;  // per plane, ascending
+  KernelOccupancy occupancy;                             // from guard_unmeasured's slots
 
   int lookup(int batch, int num_kv_heads, int head_dim, int tokens, int page_size) const;
 };

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "splitkv/heuristics/kernel_occupancy.hpp"
+
 namespace splitkv::heuristics {
 
 // The drop-in lookup a generated header offers besides determine_num_splits.
@@ -31,6 +33,8 @@ struct PeerKernel {
   // The policy the headline speedup of our table is taken over (in the capacity slice).
   std::string headline_policy;
   CallSite call_site;
+  // Its resident CTAs per SM, the unit of the waves its table and guard count.
+  KernelOccupancy occupancy;
 };
 
 // The peer registered under `kernel`, or null (our own kernel, and any other).

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "splitkv/heuristics/kernel_occupancy.hpp"
 #include "splitkv/heuristics/measurements.hpp"
 #include "splitkv/heuristics/oracle.hpp"
 
@@ -53,7 +54,7 @@ int scale_below_edge_and_cap(int cell_splits, int octaves_below, int max_splits,
 // (head_dims 64 and 128 -> 91; page sizes 16 and 64 -> 32). Values >= t join the upper class.
 int geometric_midpoint(int a, int b);
 
-// Resident CTAs per SM of our decode kernel (kernels/DESIGN.md: 2 up to head_dim 128, 1 at 256).
+// Resident CTAs per SM of our decode kernel: KernelOccupancy{}.at(head_dim).
 int resident_ctas_per_sm(int head_dim);
 
 // How far the wave guard looks above the table's count: at most this many times as many splits,
@@ -94,7 +95,7 @@ bool spills_sparse_wave_of_full_splits(int splits, std::int64_t ctas, std::int64
 // header's guard_unmeasured computes.
 int guard_unmeasured_ctas(int splits, std::int64_t ctas, std::int64_t tokens, int head_dim,
                           const std::vector<std::int64_t>& measured_in_plane, int sm_count, int margin_percent,
-                          int max_splits);
+                          int max_splits, const KernelOccupancy& occupancy = {});
 
 enum class LengthAxis { real_length, capacity };
 std::string_view to_string(LengthAxis axis);
@@ -136,6 +137,7 @@ struct SplitTable {
   std::vector<std::vector<std::int64_t>> measured_ctas;
   int sm_count = 0;
   int wave_guard_margin_percent = -1;
+  KernelOccupancy occupancy;  // the waves' slots: sm_count x occupancy.at(head_dim)
 
   std::size_t index(int head_dim_class, int layout_class, int length_index, int cta_index) const;
   // The table's answer for a shape, capped at the 64-token tiles of `tokens` (more splits
@@ -169,6 +171,8 @@ struct FitOptions {
   // Wave-aware cells (heuristics/FIT.md, "Wave-aware cells"): the GPU's SM count, 0 to decide
   // each cell on its own shapes only. run_fit passes the measurements' count.
   int sm_count = 0;
+  // The fitted kernel's resident CTAs per SM, which size its waves (fit_pipeline sets a peer's).
+  KernelOccupancy occupancy;
   // How far, in octaves of CTAs, a cell looks for measured CTA counts with the same waves.
   double wave_radius_octaves = 1.0;
   // A cell's score: wave_mix x its range's wave-aware score + (1 - wave_mix) x its own shapes'
