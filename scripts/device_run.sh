@@ -34,7 +34,8 @@
 # and source counters, raw metrics and the per-instruction SASS view as CSVs in logs.tgz (ncu/);
 # SPLITKV_PROFILE_ARGS overrides the probe's arguments (default --shapes 1x512,16x512 --repeats 1).
 # flashinfer runs FlashInfer's kernel (tuner/FLASHINFER.md): its GPU test, memcheck, and
-# sweeps/flashinfer_smoke.json then sweeps/flashinfer.json into results/h200/ (and $OUT) until
+# sweeps/flashinfer_smoke.json, sweeps/flashinfer.json and its off-grid sweeps/flashinfer_validation.json
+# into results/h200/ (and $OUT) until
 # SPLITKV_FLASHINFER_DEADLINE seconds into the script (default 540); the call must carry .deps/flashinfer.
 # results/h200 and heuristics/generated come back as $OUT/results_h200.tgz. The device copy has no
 # .git: pass the commit as SPLITKV_GIT_SHA for the sidecars.
@@ -229,7 +230,8 @@ if [[ "$steps" == *" flashinfer "* ]]; then
   cat results/h200/flashinfer_smoke.csv 2>/dev/null | cut -c1-200
   if grep -q '^[^,]*,flashinfer,.*,ok,' results/h200/flashinfer_smoke.csv 2>/dev/null &&
      grep -q '^[^,]*,flashinfer_heuristic,.*,ok,' results/h200/flashinfer_smoke.csv; then
-    run_sweeps "$flashinfer_deadline" "flashinfer:sweeps/flashinfer.json:$flashinfer_kernels"
+    run_sweeps "$flashinfer_deadline" "flashinfer:sweeps/flashinfer.json:$flashinfer_kernels" \
+      "flashinfer_validation:sweeps/flashinfer_validation.json:$flashinfer_kernels"
   else
     echo "flashinfer: full grid not started, the smoke grid has no ok row of both kernels"
     summary+=$'\n'"sweep flashinfer: not started (smoke grid not ok)"
@@ -239,7 +241,8 @@ if [[ "$steps" == *" flashinfer "* ]]; then
   cat "$LOG"/sweep_flashinfer_smoke.log "$LOG"/sweep_flashinfer.log 2>/dev/null |
     grep '^flashinfer_heuristic plan: ' >"$LOG/flashinfer_heuristic_plans.txt"
   head -3 "$LOG/flashinfer_heuristic_plans.txt"
-  for file in flashinfer_smoke.csv flashinfer_smoke.json flashinfer.csv flashinfer.json; do
+  for file in flashinfer_smoke.csv flashinfer_smoke.json flashinfer.csv flashinfer.json flashinfer_validation.csv \
+    flashinfer_validation.json; do
     [[ -f "results/h200/$file" ]] && cp "results/h200/$file" "$OUT/"
   done
 fi
