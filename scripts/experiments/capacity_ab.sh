@@ -19,6 +19,8 @@
 # (AB_DEADLINE seconds into the call, default 280). About 240 s warm or 280 s cold.
 # AB_PEER_RUNS=2 runs a peers set once each way (base, head) instead of twice; AB_base_SHA and
 # AB_head_SHA go into the CSVs' sidecars as git_sha; AB_TEST_FILTER overrides the GPU tests' filter.
+# AB_HEAD_TARGETS adds build targets to the head build; AB_HEAD_HOOK (a script of the head tree) runs
+# right after the builds as HOOK HEAD_SOURCE HEAD_BUILD $OUT/ab, before the timed runs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 archive=build-archive
@@ -58,7 +60,7 @@ case "${1:-}" in
     # The two builds share the cores: one translation unit each dominates.
     (cmake --build "$work/base/build-device" -j 6 --target splitkv_c >"$OUT/ab/build_base.log" 2>&1; echo $? >"$work/base_rc") &
     cmake --build "$work/head/build-device" -j 10 --target splitkv_gpu_tests splitkv_c splitkv_heuristics_c splitkv \
-      >"$OUT/ab/build_head.log" 2>&1
+      ${AB_HEAD_TARGETS:-} >"$OUT/ab/build_head.log" 2>&1
     head_rc=$?
     wait
     if [[ $head_rc -ne 0 || "$(cat "$work/base_rc")" != 0 ]]; then
@@ -69,6 +71,10 @@ case "${1:-}" in
     echo "capacity_ab.sh: built at ${SECONDS}s"
     heuristics=$work/head/build-device/heuristics/libsplitkv_heuristics_c.so
     status=0
+    if [[ -n "${AB_HEAD_HOOK:-}" ]]; then
+      "$work/head/$AB_HEAD_HOOK" "$work/head" "$work/head/build-device" "$OUT/ab" || status=1
+      echo "capacity_ab.sh: $AB_HEAD_HOOK done at ${SECONDS}s"
+    fi
     IFS=';' read -ra group_sets <<<"${AB_GROUPS:-capacity_auto}"
     for groups in "${group_sets[@]}"; do
       tag=$(echo "${groups%%,*}" | tr -c 'a-z0-9_\n' '_')
