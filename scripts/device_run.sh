@@ -32,7 +32,8 @@
 # profile runs Nsight Compute (clocks left alone) on scripts/experiments/ncu_auto_vs_fixed.py: the
 # split kernels at the host heuristic's count and with num_splits = auto, SpeedOfLight, warp state
 # and source counters, raw metrics and the per-instruction SASS view as CSVs in logs.tgz (ncu/);
-# SPLITKV_PROFILE_ARGS overrides the probe's arguments (default --shapes 1x512,16x512 --repeats 1).
+# SPLITKV_PROFILE_ARGS overrides the probe's arguments (default --shapes 1x512,16x512 --repeats 1; with
+# --cudnn it also calls cuDNN's SDPA, profiled when SPLITKV_PROFILE_KERNELS, the kernel-name regex, matches it).
 # flashinfer runs FlashInfer's kernel (tuner/FLASHINFER.md): its GPU test, memcheck, and
 # sweeps/flashinfer_smoke.json, sweeps/flashinfer.json and its off-grid sweeps/flashinfer_validation.json
 # into results/h200/ (and $OUT) until
@@ -299,8 +300,9 @@ if [[ "$steps" == *" profile "* ]]; then
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   mkdir -p "$LOG/ncu"
   # --clock-control none: Nsight Compute would otherwise lock the clocks to base for the run.
-  timeout 300 "$ncu" --clock-control none --kernel-name regex:'decode_split|combine' --section SpeedOfLight \
-    --section WarpStateStats --section SourceCounters -o "$LOG/ncu/profile" \
+  timeout 300 "$ncu" --clock-control none --kernel-name regex:"${SPLITKV_PROFILE_KERNELS:-decode_split|combine}" \
+    --section SpeedOfLight --section WarpStateStats --section SourceCounters --section MemoryWorkloadAnalysis \
+    --section Occupancy --section LaunchStats -o "$LOG/ncu/profile" \
     python3 scripts/experiments/ncu_auto_vs_fixed.py --lib build-device/kernels/libsplitkv_c.so \
     --heuristic-lib build-device/heuristics/libsplitkv_heuristics_c.so ${SPLITKV_PROFILE_ARGS:---shapes 1x512,16x512 --repeats 1} \
     >"$LOG/ncu/ncu.log" 2>&1

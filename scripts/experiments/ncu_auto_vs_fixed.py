@@ -24,19 +24,27 @@ def main():
     parser.add_argument("--lib", required=True)
     parser.add_argument("--heuristic-lib", required=True)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--shapes", default="1x512,4x4096,16x512", help="BxL list, 32/8 heads, capacity 131072")
+    parser.add_argument("--shapes", default="1x512,4x4096,16x512", help="BxL list, 32/8 heads")
+    parser.add_argument("--capacity", default="131072", help="cache capacity: a token count, or x1 for the length")
+    parser.add_argument("--cudnn", action="store_true",
+                        help="also call PyTorch SDPA's cuDNN backend on the same buffers (the peer to compare with)")
     args = parser.parse_args()
     ours = bench_peers.Splitkv(args.lib, args.heuristic_lib)
     props = torch.cuda.get_device_properties(0)
     generator = torch.Generator(device="cuda").manual_seed(7)
     for item in args.shapes.split(","):
         batch, length = (int(x) for x in item.split("x"))
-        s = bench_peers.Shape("probe", batch, 32, 8, length, capacity=131072)
+        capacity = length if args.capacity == "x1" else int(args.capacity)
+        s = bench_peers.Shape("probe", batch, 32, 8, length, capacity=capacity)
         buffers = bench_peers.Buffers(s, props.L2_cache_size, generator)
         splits = ours.choose(s, props.name, props.multi_processor_count)
         fixed = ours.caller(s, buffers, splits)
         auto = ours.auto_caller(s, buffers, props.name, props.multi_processor_count)
-        for name, call in (("fixed", fixed), ("auto", auto)):
+        calls = [("fixed", fixed), ("auto", auto)]
+        if args.cudnn:
+            from torch.nn.attention import SDPBackend
+            calls.append(("cudnn", bench_peers.sdpa_caller(s, buffers, SDPBackend.CUDNN_ATTENTION)))
+        for name, call in calls:
             for r in range(args.repeats):
                 call(r % buffers.copies)
             torch.cuda.synchronize()
