@@ -29,6 +29,7 @@ def main():
     parser.add_argument("--cudnn", action="store_true",
                         help="also call PyTorch SDPA's cuDNN backend on the same buffers (the peer to compare with)")
     args = parser.parse_args()
+    bench_peers.import_torch()  # bench_peers binds torch at run time, not at import
     ours = bench_peers.Splitkv(args.lib, args.heuristic_lib)
     props = torch.cuda.get_device_properties(0)
     generator = torch.Generator(device="cuda").manual_seed(7)
