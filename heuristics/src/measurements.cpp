@@ -26,7 +26,7 @@ using tuner::PointStatus;
 using tuner::ResultRow;
 
 auto shape_fields(const tuner::SweepPoint& p) {
-  return std::make_tuple(int(p.layout), p.page_size, int(p.dtype), p.head_dim, p.num_heads,
+  return std::make_tuple(int(p.layout), p.page_size, int(p.dtype), int(p.kv_dtype), p.head_dim, p.num_heads,
                          p.num_kv_heads, p.batch, p.context_len, p.cache_capacity,
                          tuner::to_string(p.length_distribution));
 }
@@ -232,7 +232,7 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
     MeasuredShape& entry = by_shape[shape_key];
     entry.kernel = row.kernel;
     entry.point = shape;
-    const std::int64_t bytes_per_token = 2LL * shape.num_kv_heads * shape.head_dim * tuner::bytes_per_element(shape.dtype);
+    const std::int64_t bytes_per_token = 2LL * shape.num_kv_heads * shape.head_dim * shape.kv_element_bytes();
     entry.total_tokens = row.kv_bytes > 0 && bytes_per_token > 0 ? row.kv_bytes / bytes_per_token : shape.total_tokens();
     entry.timings.push_back({row.point.num_splits, row.time_us_median, row.cv, csv.row_lines[i]});
   }

@@ -258,7 +258,7 @@ std::string regret_points_csv(const std::vector<Evaluation>& evaluations) {
     for (const ShapeResult& r : e.shapes) {
       const tuner::SweepPoint& p = r.shape.point;
       out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}", e.dataset, r.shape.kernel,
-                         tuner::to_string(p.layout), p.page_size, tuner::to_string(p.dtype), p.batch, p.num_heads,
+                         tuner::to_string(p.layout), p.page_size, tuner::to_string(p.element_types()), p.batch, p.num_heads,
                          p.num_kv_heads, p.head_dim, p.context_len, p.cache_capacity, r.shape.timings.size(),
                          r.oracle.fastest_splits, r.oracle.fastest_time_us);
       if (!oracle_is_a_policy) out += fmt::format(",{},{:.3f}", r.oracle.num_splits, r.oracle.time_us);

@@ -101,9 +101,9 @@ TEST(GridSpec, BlocksInheritTopLevelAxesAndOverrideThem) {
   const GridSpec spec = parse_grid(grid.dump(), "g");
   ASSERT_EQ(spec.blocks.size(), 2u);
   EXPECT_EQ(spec.blocks[0].path, "blocks[0]");
-  EXPECT_EQ(spec.blocks[0].dtypes.values, (std::vector<DType>{DType::bf16}));
+  EXPECT_EQ(spec.blocks[0].dtypes.values, (std::vector<ElementTypes>{{DType::bf16, KvDtype::same_as_q}}));
   EXPECT_EQ(spec.blocks[0].batch.path, "batch");
-  EXPECT_EQ(spec.blocks[1].dtypes.values, (std::vector<DType>{DType::fp16}));
+  EXPECT_EQ(spec.blocks[1].dtypes.values, (std::vector<ElementTypes>{{DType::fp16, KvDtype::same_as_q}}));
   EXPECT_EQ(spec.blocks[1].batch.values, (std::vector<int>{4}));
   EXPECT_EQ(spec.blocks[1].batch.path, "blocks[1].batch");
   EXPECT_EQ(spec.blocks[1].heads.values.size(), 1u);  // inherited
@@ -150,7 +150,7 @@ TEST(GridSpec, WrongTypesNameTheirPath) {
 
   grid = minimal_grid();
   grid["dtypes"] = json::parse(R"(["bf16", "fp8"])");
-  EXPECT_EQ(error_for(grid), "g.json: dtypes[1]: unknown dtype \"fp8\" (expected bf16 or fp16)");
+  EXPECT_EQ(error_for(grid), "g.json: dtypes[1]: unknown dtype \"fp8\" (expected bf16, fp16 or fp8_e4m3)");
 
   grid = minimal_grid();
   grid["blocks"] = json::parse(R"([{"heads": [[32, 8], [16, true]]}])");
@@ -332,7 +332,7 @@ TEST(ShippedGrids, FullCoversTheTrainingAxesTheIssueAsksFor) {
   const GridSpec full = load_grid_file(shipped_grid("full"));
   std::set<int> batches, head_dims, contexts, pages;
   std::set<std::pair<int, int>> heads;
-  std::set<DType> dtypes;
+  std::set<ElementTypes> dtypes;
   std::set<int> splits;
   bool capacity_x1 = false, capacity_131072 = false, contiguous = false;
   for (const GridBlock& block : full.blocks) {
@@ -359,7 +359,7 @@ TEST(ShippedGrids, FullCoversTheTrainingAxesTheIssueAsksFor) {
   EXPECT_TRUE(pages.count(16) && pages.count(64));
   EXPECT_TRUE(contiguous);
   EXPECT_TRUE(capacity_x1 && capacity_131072);
-  EXPECT_EQ(dtypes, (std::set<DType>{DType::bf16, DType::fp16}));
+  EXPECT_EQ(dtypes, (std::set<ElementTypes>{{DType::bf16, KvDtype::same_as_q}, {DType::fp16, KvDtype::same_as_q}}));
   EXPECT_EQ(*splits.begin(), 1);
   EXPECT_EQ(*splits.rbegin(), 128);
   bool mha = false, gqa4 = false, gqa8 = false;

@@ -9,11 +9,13 @@
 // and its LSE for the combine kernel.
 #pragma once
 
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cfloat>
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "splitkv/kernels/mma_sm80.cuh"
 #include "splitkv/split_partition.hpp"
@@ -56,6 +58,9 @@ struct DecodeKernelArgs {
   // CTAs of the CTA-per-item grid below this linear index are resident at the launch (the first
   // wave), so they can read their length and place their item before the wait.
   int early_ctas;
+  // fp8 caches: [batch, num_kv_heads] factors from codes to K / V values (null otherwise).
+  const float* k_descale;
+  const float* v_descale;
 };
 
 // The num_splits = auto table as a kernel argument of its own, so kernels launched without it
@@ -280,6 +285,15 @@ constexpr int decode_stages() {
   return kHeadDim <= 64 ? 4 : 3;
 }
 
+// fp8 caches: the ring holds e4m3 tiles (half the bytes) and each warp dequantizes its 16 tokens
+// into one bf16/fp16 tile that ldmatrix reads. 2 x stages - 2 fp8 tiles plus that tile take exactly
+// the shared memory of the bf16 ring, so CTAs per SM and the persistent kernel's warp groups stay
+// as measured: 6 tiles at head_dim 64, 4 at 128 and 256 (5 and 3 in flight).
+template <int kHeadDim>
+constexpr int fp8_decode_stages() {
+  return 2 * decode_stages<kHeadDim>() - 2;
+}
+
 // Row stride (floats) of the buffer the four warps merge their outputs through at an item's end:
 // kHeadDim + 8 puts each row 8 banks after the previous one, so the four rows a half-warp's float2
 // stores touch cover all 32 banks once (+4 gave a 2-way conflict on every one of the 32 stores per
@@ -294,6 +308,39 @@ constexpr int decode_shared_bytes() {
   constexpr int elements = (2 * decode_stages<kHeadDim>() * kTokensPerTile + kMmaRows) * kHeadDim;
   constexpr int epilogue = kWarpsPerCta * kMmaRows * merge_row_stride<kHeadDim>() * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
   return elements * 2 > epilogue ? elements * 2 : epilogue;
+}
+
+// The fp8 layout: the e4m3 ring of K and V tiles, then the dequantized K and V tile, then Q.
+template <int kHeadDim>
+constexpr int fp8_pipeline_bytes() {
+  return 2 * fp8_decode_stages<kHeadDim>() * kTokensPerTile * kHeadDim + (2 * kTokensPerTile + kMmaRows) * kHeadDim * 2;
+}
+static_assert(fp8_pipeline_bytes<64>() <= decode_shared_bytes<64>() &&
+                  fp8_pipeline_bytes<128>() <= decode_shared_bytes<128>() &&
+                  fp8_pipeline_bytes<256>() <= decode_shared_bytes<256>(),
+              "the fp8 pipeline fits the bf16 pipeline's shared memory");
+
+// 16 e4m3 codes (one 16-byte chunk of a row) as 16 Elements in two 16-byte chunks. Exact: every
+// e4m3 value is an fp16 value (cvt.rn.f16x2.e4m3x2, one instruction per pair on sm_89+) and
+// every fp16 value converted from one is a bf16 value (normal, at most 4 significant bits).
+template <typename Element>
+__device__ __forceinline__ uint32_t dequantize_e4m3x2(uint32_t pair) {
+  const __half2_raw half_pair = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair & 0xFFFFu), __NV_E4M3);
+  if constexpr (std::is_same_v<Element, __half>) {
+    return static_cast<uint32_t>(half_pair.x) | (static_cast<uint32_t>(half_pair.y) << 16);
+  } else {
+    const float2 values = __half22float2(__half2(half_pair));
+    const __nv_bfloat162 packed = __float22bfloat162_rn(values);
+    return *reinterpret_cast<const uint32_t*>(&packed);
+  }
+}
+
+template <typename Element>
+__device__ __forceinline__ void dequantize_e4m3x16(const uint4 codes, uint4& low, uint4& high) {
+  low = make_uint4(dequantize_e4m3x2<Element>(codes.x), dequantize_e4m3x2<Element>(codes.x >> 16),
+                   dequantize_e4m3x2<Element>(codes.y), dequantize_e4m3x2<Element>(codes.y >> 16));
+  high = make_uint4(dequantize_e4m3x2<Element>(codes.z), dequantize_e4m3x2<Element>(codes.z >> 16),
+                    dequantize_e4m3x2<Element>(codes.w), dequantize_e4m3x2<Element>(codes.w >> 16));
 }
 
 template <bool kPaged, int kHeadDim>
@@ -321,8 +368,9 @@ __device__ __forceinline__ void prefetch_item_tiles(const DecodeKernelArgs& args
                                                     int split, int splits, int length, bool whole_split_only,
                                                     int thread, int threads) {
   constexpr int kLineBytes = 128;
-  constexpr int kLinesPerRow = kHeadDim * static_cast<int>(sizeof(Element)) / kLineBytes;
-  static_assert(kLinesPerRow >= 1, "a token row of one kv head is at least one L2 line");
+  // An fp8 row at head_dim 64 is half a line: one prefetch per row.
+  constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
+  constexpr int kLinesPerRow = kRowBytes >= kLineBytes ? kRowBytes / kLineBytes : 1;
   const SplitRange range = split_range(length, splits, split);
   if (whole_split_only && range.end - range.begin > args.prefetch_tiles * kTokensPerTile) return;
   const int tokens = min(range.end - range.begin, args.prefetch_tiles * kTokensPerTile);
@@ -355,15 +403,23 @@ __device__ __forceinline__ ItemPlacement item_placement(int seqlen, int splits, 
 // no, nothing is written and the call returns false. `placed`: the split's tokens and the
 // sequence's live split count (item_placement), which a caller may compute ahead of time (two
 // divisions). kCompactPartials: the partials are strided by `splits` (partial_split_stride).
-template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, typename Group, typename Held>
+// kFp8: the cache holds e4m3 codes (DecodeKernelArgs::k_descale / v_descale); the K descale is
+// folded into the softmax scale and the V descale into the output's normalization, exact in real
+// arithmetic, so the dequantization is a plain conversion.
+template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, bool kFp8, typename Group, typename Held>
 __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                    Group group, int batch_index, int kv_head, int split,
                                                    int splits, int seqlen, const ItemPlacement placed,
                                                    const Held& placement_held) {
   using Geometry = TileGeometry<kHeadDim>;
   using Mma = TensorCore<Element>;
-  constexpr int kStages = decode_stages<kHeadDim>();
+  constexpr int kStages = kFp8 ? fp8_decode_stages<kHeadDim>() : decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
+  // fp8: 16-byte chunks of e4m3 codes per row, and per lane when a warp loads its own 16 tokens.
+  constexpr int kCodeChunksPerRow = kHeadDim / 16;
+  constexpr int kCodeChunksPerLane = kTokensPerWarp * kCodeChunksPerRow / 32;
+  constexpr int kCodeTileBytes = kFp8 ? kTokensPerTile * kHeadDim : 0;
+  constexpr int kElementTiles = kFp8 ? 1 : kStages;  // the dequantized tile, or the bf16 ring
 
   const int live_splits = placed.live_splits;
   const SplitRange range = placed.range;
@@ -372,9 +428,11 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
   if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return placement_held();
 
-  Element* shared_k = reinterpret_cast<Element*>(shared_bytes);
-  Element* shared_v = shared_k + kStages * Geometry::kTileElements;
-  Element* shared_q = shared_v + kStages * Geometry::kTileElements;
+  unsigned char* code_k = shared_bytes;
+  unsigned char* code_v = code_k + kStages * kCodeTileBytes;
+  Element* shared_k = reinterpret_cast<Element*>(code_v + kStages * kCodeTileBytes);
+  Element* shared_v = shared_k + kElementTiles * Geometry::kTileElements;
+  Element* shared_q = shared_v + kElementTiles * Geometry::kTileElements;
 
   const int lane = group.thread() % 32;
   const int warp = group.thread() / 32;
@@ -391,23 +449,48 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
                   row < args.group_size);
   }
 
+  const int64_t descale_index = static_cast<int64_t>(batch_index) * args.num_kv_heads + kv_head;
+  const float scale_log2 = kFp8 ? args.scale_log2 * args.k_descale[descale_index] : args.scale_log2;
+
   const int num_tiles = ceil_div(range.end - range.begin, kTokensPerTile);
   const Element* k_cache = static_cast<const Element*>(args.k);
   const Element* v_cache = static_cast<const Element*>(args.v);
+  // fp8: warp w copies (and later dequantizes) the codes of its own 16 tokens, lane by lane the
+  // same chunks, so the copies need no barrier before the conversion and the conversion only a
+  // warp sync before ldmatrix.
+  auto code_chunk_row = [&](int i) { return warp * kTokensPerWarp + (lane + 32 * i) / kCodeChunksPerRow; };
+  auto code_chunk_column = [&](int i) { return (lane + 32 * i) % kCodeChunksPerRow; };
   auto load_tile = [&](int tile, int stage) {
     const int first_token = range.begin + tile * kTokensPerTile;
+    if constexpr (kFp8) {
+      const unsigned char* k_codes = static_cast<const unsigned char*>(args.k);
+      const unsigned char* v_codes = static_cast<const unsigned char*>(args.v);
 #pragma unroll
-    for (int i = 0; i < Geometry::kChunksPerThread; ++i) {
-      const int chunk = group.thread() + i * kThreadsPerCta;
-      const int row = chunk / kChunksPerRow;
-      const int column = chunk % kChunksPerRow;
-      const int token = first_token + row;
-      const bool valid = token < range.end;
-      const int64_t offset =
-          valid ? token_row_offset<kPaged, kHeadDim>(args, batch_index, kv_head, token) + column * 8 : 0;
-      const int destination = stage * Geometry::kTileElements + Geometry::swizzle(row, column) * 8;
-      copy_async_16(shared_address(shared_k + destination), k_cache + offset, valid);
-      copy_async_16(shared_address(shared_v + destination), v_cache + offset, valid);
+      for (int i = 0; i < kCodeChunksPerLane; ++i) {
+        const int row = code_chunk_row(i);
+        const int column = code_chunk_column(i);
+        const int token = first_token + row;
+        const bool valid = token < range.end;
+        const int64_t offset =
+            valid ? token_row_offset<kPaged, kHeadDim>(args, batch_index, kv_head, token) + column * 16 : 0;
+        const int destination = stage * kCodeTileBytes + row * kHeadDim + column * 16;
+        copy_async_16(shared_address(code_k + destination), k_codes + offset, valid);
+        copy_async_16(shared_address(code_v + destination), v_codes + offset, valid);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < Geometry::kChunksPerThread; ++i) {
+        const int chunk = group.thread() + i * kThreadsPerCta;
+        const int row = chunk / kChunksPerRow;
+        const int column = chunk % kChunksPerRow;
+        const int token = first_token + row;
+        const bool valid = token < range.end;
+        const int64_t offset =
+            valid ? token_row_offset<kPaged, kHeadDim>(args, batch_index, kv_head, token) + column * 8 : 0;
+        const int destination = stage * Geometry::kTileElements + Geometry::swizzle(row, column) * 8;
+        copy_async_16(shared_address(shared_k + destination), k_cache + offset, valid);
+        copy_async_16(shared_address(shared_v + destination), v_cache + offset, valid);
+      }
     }
   };
 
@@ -446,7 +529,29 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
 
     const int warp_first_token = range.begin + tile * kTokensPerTile + warp * kTokensPerWarp;
     if (warp_first_token >= range.end) continue;
-    const int stage_offset = (tile % kStages) * Geometry::kTileElements;
+    const int stage_offset = kFp8 ? 0 : (tile % kStages) * Geometry::kTileElements;
+    if constexpr (kFp8) {
+      __syncwarp();  // the warp's ldmatrix reads of the previous tile are done
+      const unsigned char* tile_k = code_k + (tile % kStages) * kCodeTileBytes;
+      const unsigned char* tile_v = code_v + (tile % kStages) * kCodeTileBytes;
+#pragma unroll
+      for (int i = 0; i < kCodeChunksPerLane; ++i) {
+        const int row = code_chunk_row(i);
+        const int column = code_chunk_column(i);
+        // Of the two element chunks, lanes of columns 4-7 (mod 8) store the odd one first: the 8
+        // lanes of a quarter warp then hit 8 distinct 16-byte bank groups after the swizzle.
+        const int first = 2 * column + ((column >> 2) & 1);
+        const int second = first ^ 1;
+        uint4 low, high;
+        dequantize_e4m3x16<Element>(*reinterpret_cast<const uint4*>(tile_k + row * kHeadDim + column * 16), low, high);
+        *reinterpret_cast<uint4*>(shared_k + Geometry::swizzle(row, first) * 8) = first == 2 * column ? low : high;
+        *reinterpret_cast<uint4*>(shared_k + Geometry::swizzle(row, second) * 8) = first == 2 * column ? high : low;
+        dequantize_e4m3x16<Element>(*reinterpret_cast<const uint4*>(tile_v + row * kHeadDim + column * 16), low, high);
+        *reinterpret_cast<uint4*>(shared_v + Geometry::swizzle(row, first) * 8) = first == 2 * column ? low : high;
+        *reinterpret_cast<uint4*>(shared_v + Geometry::swizzle(row, second) * 8) = first == 2 * column ? high : low;
+      }
+      __syncwarp();  // the dequantized rows are visible to the warp's ldmatrix
+    }
 
     float scores[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
@@ -466,7 +571,7 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int token = warp_first_token + j * 8 + (lane % 4) * 2 + (e & 1);
-        scores[j][e] = token < range.end ? scores[j][e] * args.scale_log2 : -INFINITY;
+        scores[j][e] = token < range.end ? scores[j][e] * scale_log2 : -INFINITY;
         tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[j][e]);
       }
     float rescale[2];
@@ -551,6 +656,9 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   // exp2(its max - the CTA's max) / the CTA's sum, and stores them; the thread at column 0 also
   // stores the row's LSE (natural log, as FlashAttention returns it; -inf for a row with no tokens).
   const int64_t split_stride = partial_split_stride<kCompactPartials>(args, splits);
+  // Loaded here rather than held through the tiles: the persistent kernel at head_dim 64 has no
+  // register to spare for it.
+  const float output_scale = kFp8 ? args.v_descale[descale_index] : 1.f;
   for (int index = static_cast<int>(group.thread()) * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
     const int row = index / kHeadDim;
     const int column = index % kHeadDim;
@@ -578,7 +686,7 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
       sum.z += parts[w].z * scale;
       sum.w += parts[w].w * scale;
     }
-    const float inverse = cta_sum > 0.f ? 1.f / cta_sum : 0.f;
+    const float inverse = cta_sum > 0.f ? output_scale / cta_sum : 0.f;
     sum.x *= inverse;
     sum.y *= inverse;
     sum.z *= inverse;
@@ -605,11 +713,11 @@ struct PlacementAlwaysHolds {
   __device__ __forceinline__ bool operator()() const { return true; }
 };
 
-template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, typename Group>
+template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, bool kFp8, typename Group>
 __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                  Group group, int batch_index, int kv_head, int split,
                                                  int splits, int seqlen) {
-  decode_placed_item<Element, kHeadDim, kPaged, kCompactPartials>(args, shared_bytes, group, batch_index, kv_head,
+  decode_placed_item<Element, kHeadDim, kPaged, kCompactPartials, kFp8>(args, shared_bytes, group, batch_index, kv_head,
                                                                   split, splits, seqlen,
                                                                   item_placement(seqlen, splits, split),
                                                                   PlacementAlwaysHolds{});
@@ -620,9 +728,11 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
 // CTAs past a sequence's live splits exit at once.
 // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
 // then split 1, and so on, so the CTAs that hold work are spread over all SMs.
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
+// kFp8: an e4m3 cache (decode_placed_item); Element is then q's and out's type.
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto, bool kFp8>
 __global__ void __launch_bounds__(kThreadsPerCta)
     decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
+  using CacheElement = std::conditional_t<kFp8, unsigned char, Element>;
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   const int batch_index = blockIdx.x / args.num_kv_heads;
   const int kv_head = blockIdx.x % args.num_kv_heads;
@@ -637,7 +747,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
       int length = clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index));
       ItemPlacement placed = item_placement(length, args.num_splits, blockIdx.y);
       if (args.prefetch_tiles > 0 && linear_cta < args.prefetch_ctas)
-        prefetch_item_tiles<Element, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits, length,
+        prefetch_item_tiles<CacheElement, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits, length,
                                                true, threadIdx.x, kThreadsPerCta);
       // The compiler would otherwise recompute these where they are used, after the wait.
       asm volatile("" : "+r"(length), "+r"(placed.live_splits), "+r"(placed.range.begin), "+r"(placed.range.end));
@@ -646,7 +756,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
       const int loaded = args.cache_seqlens[batch_index];  // asked for now, used once the copies are out
       auto same_length = [&] { return clamp_to_capacity(args, loaded) == length; };
       // One call site in a loop, so the item's code is not duplicated.
-      while (!decode_placed_item<Element, kHeadDim, kPaged, false>(args, shared_bytes, WarpGroup<1>{}, batch_index,
+      while (!decode_placed_item<Element, kHeadDim, kPaged, false, kFp8>(args, shared_bytes, WarpGroup<1>{}, batch_index,
                                                                    kv_head, blockIdx.y, args.num_splits, length,
                                                                    placed, same_length)) {
         length = clamp_to_capacity(args, loaded);
@@ -660,14 +770,14 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     // previous call's, and a partial prefetch then competed with that call and was evicted before
     // use (+1.3-2 us on 16-134 MB calls).
     if (args.prefetch_tiles > 0 && args.per_sequence_splits == 0 && linear_cta < args.prefetch_ctas)
-      prefetch_item_tiles<Element, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits,
+      prefetch_item_tiles<CacheElement, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits,
                                              clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index)),
                                              true, threadIdx.x, kThreadsPerCta);
   }
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
   const int batch_auto_splits = batch_auto_split_count<kThreadsPerCta>(args, auto_table);
-  decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, shared_bytes, WarpGroup<1>{}, batch_index, kv_head,
+  decode_work_item<Element, kHeadDim, kPaged, kAuto, kFp8>(args, shared_bytes, WarpGroup<1>{}, batch_index, kv_head,
                                                      blockIdx.y, splits_of_sequence(args, batch_index, batch_auto_splits),
                                                      clamped_length(args, batch_index));
 }
@@ -753,9 +863,10 @@ static_assert(persistent_warp_groups<64>() == 3 && persistent_warp_groups<128>()
 // only a wrong guess pays (the loads are drained and the item is redone). Paged caches do not
 // guess: past a sequence's real length its block-table entries may name no page at all. Nor does
 // head_dim 256, whose accumulators leave no registers for the guess's second copy of the item.
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups>
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups, bool kFp8>
 __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
+  using CacheElement = std::conditional_t<kFp8, unsigned char, Element>;
   constexpr int kThreads = kThreadsPerCta * kWarpGroups;
   constexpr bool kGuesses = kAuto && !kPaged && kHeadDim <= 128;
   using Group = WarpGroup<kWarpGroups>;
@@ -785,7 +896,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
         guess_split = item / rows;
         guess_placed = item_placement(guess_length, guess_splits, guess_split);
         if (args.prefetch_tiles > 0)
-          prefetch_item_tiles<Element, kHeadDim>(args, guess_batch_index, guess_kv_head, guess_split, guess_splits,
+          prefetch_item_tiles<CacheElement, kHeadDim>(args, guess_batch_index, guess_kv_head, guess_split, guess_splits,
                                                  guess_length, false, Group::thread(), kThreadsPerCta);
       }
     }
@@ -828,7 +939,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       bool held = false;
       if (guess_length >= 0) {
         held = virtual_cta < guess_items
-                   ? decode_placed_item<Element, kHeadDim, kPaged, true>(args, group_shared, group, guess_batch_index,
+                   ? decode_placed_item<Element, kHeadDim, kPaged, true, kFp8>(args, group_shared, group, guess_batch_index,
                                                                          guess_kv_head, guess_split, guess_splits,
                                                                          guess_length, guess_placed, guess_held)
                    : guess_held();
@@ -870,7 +981,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     for (int item = next_item; item < per_sequence * args.batch; item += virtual_ctas) {
       const int row = item % rows;
       group.sync();  // the previous item's epilogue is done with the group's pipeline buffers
-      decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, group_shared, group, row / args.num_kv_heads,
+      decode_work_item<Element, kHeadDim, kPaged, kAuto, kFp8>(args, group_shared, group, row / args.num_kv_heads,
                                                          row % args.num_kv_heads, item / rows, batch_auto_splits,
                                                          uniform_length);
     }
@@ -915,7 +1026,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     }
     const int local = item - first_item[low];
     group.sync();
-    decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, group_shared, group, low, local % args.num_kv_heads,
+    decode_work_item<Element, kHeadDim, kPaged, kAuto, kFp8>(args, group_shared, group, low, local % args.num_kv_heads,
                                                        local / args.num_kv_heads,
                                                        splits_of_sequence(args, low, batch_auto_splits),
                                                        clamped_length(args, low));
