@@ -208,7 +208,8 @@ cudaError_t persistent_grid_fits(bool* fits) {
 // One CTA per possible work item: grid (batch x kv_heads, num_splits).
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto, bool kFp8>
 cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
-  const int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
+  const int shared_bytes =
+      kFp8 ? kernels::fp8_decode_shared_bytes<kHeadDim>() : kernels::decode_shared_bytes<kHeadDim>();
   const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto, kFp8>);
   const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
   cudaError_t error = allow_shared_memory(kernel, shared_bytes);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "splitkv/kernels/fp8_tile_layout.hpp"
 #include "splitkv/kernels/mma_sm80.cuh"
 #include "splitkv/split_partition.hpp"
 
@@ -285,15 +286,6 @@ constexpr int decode_stages() {
   return kHeadDim <= 64 ? 4 : 3;
 }
 
-// fp8 caches: the ring holds e4m3 tiles (half the bytes) and each warp dequantizes its 16 tokens
-// into one bf16/fp16 tile that ldmatrix reads. 2 x stages - 2 fp8 tiles plus that tile take exactly
-// the shared memory of the bf16 ring, so CTAs per SM and the persistent kernel's warp groups stay
-// as measured: 6 tiles at head_dim 64, 4 at 128 and 256 (5 and 3 in flight).
-template <int kHeadDim>
-constexpr int fp8_decode_stages() {
-  return 2 * decode_stages<kHeadDim>() - 2;
-}
-
 // Row stride (floats) of the buffer the four warps merge their outputs through at an item's end:
 // kHeadDim + 8 puts each row 8 banks after the previous one, so the four rows a half-warp's float2
 // stores touch cover all 32 banks once (+4 gave a 2-way conflict on every one of the 32 stores per
@@ -303,45 +295,54 @@ constexpr int merge_row_stride() {
   return kHeadDim + 8;
 }
 
+// The buffer the four warps merge their states through at an item's end (it reuses the ring).
+template <int kHeadDim>
+constexpr int merge_shared_bytes() {
+  return kWarpsPerCta * kMmaRows * merge_row_stride<kHeadDim>() * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
+}
+
 template <int kHeadDim>
 constexpr int decode_shared_bytes() {
   constexpr int elements = (2 * decode_stages<kHeadDim>() * kTokensPerTile + kMmaRows) * kHeadDim;
-  constexpr int epilogue = kWarpsPerCta * kMmaRows * merge_row_stride<kHeadDim>() * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
-  return elements * 2 > epilogue ? elements * 2 : epilogue;
+  return elements * 2 > merge_shared_bytes<kHeadDim>() ? elements * 2 : merge_shared_bytes<kHeadDim>();
 }
 
-// The fp8 layout: the e4m3 ring of K and V tiles, then the dequantized K and V tile, then Q.
+// fp8 caches: a ring of e4m3 K and V tiles (Fp8TileLayout), then the fp16 query. No converted
+// tile: the lanes convert their B fragments in registers. Half the bf16 ring's bytes per stage,
+// so at head_dim 128 four CTAs fit an SM where the bf16 kernel fits two.
 template <int kHeadDim>
-constexpr int fp8_pipeline_bytes() {
-  return 2 * fp8_decode_stages<kHeadDim>() * kTokensPerTile * kHeadDim + (2 * kTokensPerTile + kMmaRows) * kHeadDim * 2;
-}
-static_assert(fp8_pipeline_bytes<64>() <= decode_shared_bytes<64>() &&
-                  fp8_pipeline_bytes<128>() <= decode_shared_bytes<128>() &&
-                  fp8_pipeline_bytes<256>() <= decode_shared_bytes<256>(),
-              "the fp8 pipeline fits the bf16 pipeline's shared memory");
-
-// 16 e4m3 codes (one 16-byte chunk of a row) as 16 Elements in two 16-byte chunks. Exact: every
-// e4m3 value is an fp16 value (cvt.rn.f16x2.e4m3x2, one instruction per pair on sm_89+) and
-// every fp16 value converted from one is a bf16 value (normal, at most 4 significant bits).
-template <typename Element>
-__device__ __forceinline__ uint32_t dequantize_e4m3x2(uint32_t pair) {
-  const __half2_raw half_pair = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair & 0xFFFFu), __NV_E4M3);
-  if constexpr (std::is_same_v<Element, __half>) {
-    return static_cast<uint32_t>(half_pair.x) | (static_cast<uint32_t>(half_pair.y) << 16);
-  } else {
-    const float2 values = __half22float2(__half2(half_pair));
-    const __nv_bfloat162 packed = __float22bfloat162_rn(values);
-    return *reinterpret_cast<const uint32_t*>(&packed);
-  }
+constexpr int fp8_decode_stages() {
+  return decode_stages<kHeadDim>();
 }
 
-template <typename Element>
-__device__ __forceinline__ void dequantize_e4m3x16(const uint4 codes, uint4& low, uint4& high) {
-  low = make_uint4(dequantize_e4m3x2<Element>(codes.x), dequantize_e4m3x2<Element>(codes.x >> 16),
-                   dequantize_e4m3x2<Element>(codes.y), dequantize_e4m3x2<Element>(codes.y >> 16));
-  high = make_uint4(dequantize_e4m3x2<Element>(codes.z), dequantize_e4m3x2<Element>(codes.z >> 16),
-                    dequantize_e4m3x2<Element>(codes.w), dequantize_e4m3x2<Element>(codes.w >> 16));
+template <int kHeadDim>
+constexpr int fp8_decode_shared_bytes() {
+  using Layout = Fp8TileLayout<kHeadDim>;
+  constexpr int pipeline =
+      fp8_decode_stages<kHeadDim>() * (Layout::kKeyTileBytes + Layout::kValueTileBytes) + kMmaRows * kHeadDim * 2;
+  return pipeline > merge_shared_bytes<kHeadDim>() ? pipeline : merge_shared_bytes<kHeadDim>();
 }
+// The persistent kernel gives each warp group the bf16 item's shared memory whatever the cache.
+static_assert(fp8_decode_shared_bytes<64>() <= decode_shared_bytes<64>() &&
+                  fp8_decode_shared_bytes<128>() <= decode_shared_bytes<128>() &&
+                  fp8_decode_shared_bytes<256>() <= decode_shared_bytes<256>(),
+              "an fp8 item fits a bf16 item's shared memory");
+
+// The query goes to fp16 for the fp8 path's f16 MMAs scaled by this, folded back into the softmax
+// scale: bf16 queries up to 65504 / kFp8QueryScale stay finite, and the smallest normal fp16 then
+// stands for |q| = 2^-14 / kFp8QueryScale, below which a query element's share of a score is noise.
+inline constexpr float kFp8QueryScale = 1.f / 16.f;
+
+// Four e4m3 codes as two fp16 pairs, the low two bytes in `low`. Exact: every e4m3 value is an
+// fp16 value (cvt.rn.f16x2.e4m3x2, one instruction per pair on sm_89+).
+__device__ __forceinline__ void e4m3x4_to_half2x2(uint32_t codes, uint32_t& low, uint32_t& high) {
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(low), "=r"(high)
+      : "r"(codes));
+}
+
+__device__ __forceinline__ float element_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float element_to_float(__half x) { return __half2float(x); }
 
 template <bool kPaged, int kHeadDim>
 __device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args, int batch_index,
@@ -412,14 +413,15 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
                                                    int splits, int seqlen, const ItemPlacement placed,
                                                    const Held& placement_held) {
   using Geometry = TileGeometry<kHeadDim>;
-  using Mma = TensorCore<Element>;
+  // fp8: f16 MMAs (every e4m3 value is an fp16 value; P keeps 3 more bits than in bf16).
+  using MmaElement = std::conditional_t<kFp8, __half, Element>;
+  using Mma = TensorCore<MmaElement>;
+  using Fp8Layout = Fp8TileLayout<kHeadDim>;
   constexpr int kStages = kFp8 ? fp8_decode_stages<kHeadDim>() : decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
-  // fp8: 16-byte chunks of e4m3 codes per row, and per lane when a warp loads its own 16 tokens.
-  constexpr int kCodeChunksPerRow = kHeadDim / 16;
-  constexpr int kCodeChunksPerLane = kTokensPerWarp * kCodeChunksPerRow / 32;
-  constexpr int kCodeTileBytes = kFp8 ? kTokensPerTile * kHeadDim : 0;
-  constexpr int kElementTiles = kFp8 ? 1 : kStages;  // the dequantized tile, or the bf16 ring
+  constexpr int kKeyStageBytes = kFp8 ? Fp8Layout::kKeyTileBytes : 0;
+  constexpr int kValueStageBytes = kFp8 ? Fp8Layout::kValueTileBytes : 0;
+  constexpr int kElementTiles = kFp8 ? 0 : kStages;  // the bf16 ring
 
   const int live_splits = placed.live_splits;
   const SplitRange range = placed.range;
@@ -429,18 +431,20 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return placement_held();
 
   unsigned char* code_k = shared_bytes;
-  unsigned char* code_v = code_k + kStages * kCodeTileBytes;
-  Element* shared_k = reinterpret_cast<Element*>(code_v + kStages * kCodeTileBytes);
-  Element* shared_v = shared_k + kElementTiles * Geometry::kTileElements;
-  Element* shared_q = shared_v + kElementTiles * Geometry::kTileElements;
+  unsigned char* code_v = code_k + kStages * kKeyStageBytes;
+  MmaElement* shared_k = reinterpret_cast<MmaElement*>(code_v + kStages * kValueStageBytes);
+  MmaElement* shared_v = shared_k + kElementTiles * Geometry::kTileElements;
+  MmaElement* shared_q = shared_v + kElementTiles * Geometry::kTileElements;
 
   const int lane = group.thread() % 32;
   const int warp = group.thread() / 32;
   const int first_head = kv_head * args.group_size;
   const int64_t q_row0 = static_cast<int64_t>(batch_index) * args.num_heads + first_head;
 
-  // Query group -> shared memory; padding rows are zeros so their scores stay finite.
-  for (int chunk = static_cast<int>(group.thread()); chunk < kMmaRows * kChunksPerRow; chunk += kThreadsPerCta) {
+  // Query group -> shared memory; padding rows are zeros so their scores stay finite. (fp8: below,
+  // converted, once the first tiles' loads are out.)
+  for (int chunk = static_cast<int>(group.thread()); !kFp8 && chunk < kMmaRows * kChunksPerRow;
+       chunk += kThreadsPerCta) {
     const int row = chunk / kChunksPerRow;
     const int column = chunk % kChunksPerRow;
     const Element* source = static_cast<const Element*>(args.q) + (q_row0 + row) * kHeadDim + column * 8;
@@ -450,32 +454,30 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   }
 
   const int64_t descale_index = static_cast<int64_t>(batch_index) * args.num_kv_heads + kv_head;
-  const float scale_log2 = kFp8 ? args.scale_log2 * args.k_descale[descale_index] : args.scale_log2;
+  const float scale_log2 =
+      kFp8 ? args.scale_log2 * args.k_descale[descale_index] * (1.f / kFp8QueryScale) : args.scale_log2;
 
   const int num_tiles = ceil_div(range.end - range.begin, kTokensPerTile);
   const Element* k_cache = static_cast<const Element*>(args.k);
   const Element* v_cache = static_cast<const Element*>(args.v);
-  // fp8: warp w copies (and later dequantizes) the codes of its own 16 tokens, lane by lane the
-  // same chunks, so the copies need no barrier before the conversion and the conversion only a
-  // warp sync before ldmatrix.
-  auto code_chunk_row = [&](int i) { return warp * kTokensPerWarp + (lane + 32 * i) / kCodeChunksPerRow; };
-  auto code_chunk_column = [&](int i) { return (lane + 32 * i) % kCodeChunksPerRow; };
   auto load_tile = [&](int tile, int stage) {
     const int first_token = range.begin + tile * kTokensPerTile;
     if constexpr (kFp8) {
       const unsigned char* k_codes = static_cast<const unsigned char*>(args.k);
       const unsigned char* v_codes = static_cast<const unsigned char*>(args.v);
 #pragma unroll
-      for (int i = 0; i < kCodeChunksPerLane; ++i) {
-        const int row = code_chunk_row(i);
-        const int column = code_chunk_column(i);
+      for (int i = 0; i < kTokensPerTile * Fp8Layout::kChunksPerRow / kThreadsPerCta; ++i) {
+        const int chunk = group.thread() + i * kThreadsPerCta;
+        const int row = chunk / Fp8Layout::kChunksPerRow;
+        const int column = chunk % Fp8Layout::kChunksPerRow;
         const int token = first_token + row;
         const bool valid = token < range.end;
         const int64_t offset =
             valid ? token_row_offset<kPaged, kHeadDim>(args, batch_index, kv_head, token) + column * 16 : 0;
-        const int destination = stage * kCodeTileBytes + row * kHeadDim + column * 16;
-        copy_async_16(shared_address(code_k + destination), k_codes + offset, valid);
-        copy_async_16(shared_address(code_v + destination), v_codes + offset, valid);
+        copy_async_16(shared_address(code_k + stage * kKeyStageBytes + Fp8Layout::key_chunk_offset(row, column)),
+                      k_codes + offset, valid);
+        copy_async_16(shared_address(code_v + stage * kValueStageBytes + Fp8Layout::value_chunk_offset(row, column)),
+                      v_codes + offset, valid);
       }
     } else {
 #pragma unroll
@@ -503,6 +505,25 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
     copy_async_wait<0>();
     return false;
   }
+  if constexpr (kFp8) {
+    // The query group in fp16, times kFp8QueryScale, at the positions of the K permutation
+    // (Fp8TileLayout::query_position); the first tile's barrier publishes it.
+    for (int chunk = static_cast<int>(group.thread()); chunk < kMmaRows * kChunksPerRow; chunk += kThreadsPerCta) {
+      const int row = chunk / kChunksPerRow;
+      const int column = chunk % kChunksPerRow;
+      uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+      if (row < args.group_size)
+        raw = *reinterpret_cast<const uint4*>(static_cast<const Element*>(args.q) + (q_row0 + row) * kHeadDim +
+                                              column * 8);
+      const Element* values = reinterpret_cast<const Element*>(&raw);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int position = Fp8Layout::query_position(column * 8 + e);
+        shared_q[Geometry::swizzle(row, position / 8) * 8 + position % 8] =
+            __float2half_rn(element_to_float(values[e]) * kFp8QueryScale);
+      }
+    }
+  }
 
   // Accumulator fragment layout (m16n8): element e of n-tile j sits at row lane/4 (+8 for e>=2),
   // column j*8 + (lane%4)*2 + (e&1).
@@ -529,40 +550,44 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
 
     const int warp_first_token = range.begin + tile * kTokensPerTile + warp * kTokensPerWarp;
     if (warp_first_token >= range.end) continue;
-    const int stage_offset = kFp8 ? 0 : (tile % kStages) * Geometry::kTileElements;
-    if constexpr (kFp8) {
-      __syncwarp();  // the warp's ldmatrix reads of the previous tile are done
-      const unsigned char* tile_k = code_k + (tile % kStages) * kCodeTileBytes;
-      const unsigned char* tile_v = code_v + (tile % kStages) * kCodeTileBytes;
-#pragma unroll
-      for (int i = 0; i < kCodeChunksPerLane; ++i) {
-        const int row = code_chunk_row(i);
-        const int column = code_chunk_column(i);
-        // Of the two element chunks, lanes of columns 4-7 (mod 8) store the odd one first: the 8
-        // lanes of a quarter warp then hit 8 distinct 16-byte bank groups after the swizzle.
-        const int first = 2 * column + ((column >> 2) & 1);
-        const int second = first ^ 1;
-        uint4 low, high;
-        dequantize_e4m3x16<Element>(*reinterpret_cast<const uint4*>(tile_k + row * kHeadDim + column * 16), low, high);
-        *reinterpret_cast<uint4*>(shared_k + Geometry::swizzle(row, first) * 8) = first == 2 * column ? low : high;
-        *reinterpret_cast<uint4*>(shared_k + Geometry::swizzle(row, second) * 8) = first == 2 * column ? high : low;
-        dequantize_e4m3x16<Element>(*reinterpret_cast<const uint4*>(tile_v + row * kHeadDim + column * 16), low, high);
-        *reinterpret_cast<uint4*>(shared_v + Geometry::swizzle(row, first) * 8) = first == 2 * column ? low : high;
-        *reinterpret_cast<uint4*>(shared_v + Geometry::swizzle(row, second) * 8) = first == 2 * column ? high : low;
-      }
-      __syncwarp();  // the dequantized rows are visible to the warp's ldmatrix
-    }
-
+    const int stage_offset = (tile % kStages) * Geometry::kTileElements;
     float scores[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    if constexpr (kFp8) {
+      // Chunk c of each of the lane's two K rows holds k-steps 4c..4c+3, one code word each.
+      const unsigned char* tile_k = code_k + (tile % kStages) * kKeyStageBytes;
 #pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      uint32_t q_fragment[4];
-      uint32_t k_fragment[4];
-      load_matrix_x4(q_fragment, shared_address(shared_q + Geometry::swizzle(q_row, kk * 2 + (matrix >> 1)) * 8));
-      load_matrix_x4(k_fragment, shared_address(shared_k + stage_offset +
-                                                Geometry::swizzle(k_row, kk * 2 + (matrix & 1)) * 8));
-      Mma::mma(scores[0], q_fragment, k_fragment[0], k_fragment[1]);
-      Mma::mma(scores[1], q_fragment, k_fragment[2], k_fragment[3]);
+      for (int c = 0; c < Fp8Layout::kKeyChunksPerLane; ++c) {
+        uint4 key_words[2];
+#pragma unroll
+        for (int n = 0; n < 2; ++n)
+          key_words[n] = *reinterpret_cast<const uint4*>(
+              tile_k + Fp8Layout::key_chunk_offset(warp * kTokensPerWarp + n * 8 + lane / 4,
+                                                   Fp8Layout::key_chunk(lane % 4, c)));
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          const int kk = 4 * c + w;
+          uint32_t q_fragment[4];
+          load_matrix_x4(q_fragment, shared_address(shared_q + Geometry::swizzle(q_row, kk * 2 + (matrix >> 1)) * 8));
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+            const uint32_t word = w == 0 ? key_words[n].x : w == 1 ? key_words[n].y : w == 2 ? key_words[n].z : key_words[n].w;
+            uint32_t b0, b1;
+            e4m3x4_to_half2x2(word, b0, b1);
+            Mma::mma(scores[n], q_fragment, b0, b1);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        uint32_t q_fragment[4];
+        uint32_t k_fragment[4];
+        load_matrix_x4(q_fragment, shared_address(shared_q + Geometry::swizzle(q_row, kk * 2 + (matrix >> 1)) * 8));
+        load_matrix_x4(k_fragment, shared_address(shared_k + stage_offset +
+                                                  Geometry::swizzle(k_row, kk * 2 + (matrix & 1)) * 8));
+        Mma::mma(scores[0], q_fragment, k_fragment[0], k_fragment[1]);
+        Mma::mma(scores[1], q_fragment, k_fragment[2], k_fragment[3]);
+      }
     }
 
     float tile_max[2] = {-INFINITY, -INFINITY};
@@ -605,13 +630,52 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
     // The S accumulators of two n-tiles are exactly the A fragment of P for one k16 step.
     const uint32_t p_fragment[4] = {Mma::pack(scores[0][0], scores[0][1]), Mma::pack(scores[0][2], scores[0][3]),
                                     Mma::pack(scores[1][0], scores[1][1]), Mma::pack(scores[1][2], scores[1][3])};
+    if constexpr (kFp8) {
+      // The lane's 4 token rows (2t, 2t+1, 2t+8, 2t+9 of the warp's 16): byte j % 4 of word j / 4
+      // of a row is B column lane / 4 of n-tile j; a byte permute pairs the rows of each k half.
+      const unsigned char* tile_v = code_v + (tile % kStages) * kValueStageBytes;
+      constexpr int kPassWords = kHeadDim == 64 ? 2 : 4;  // one 8- or 16-byte read per row and pass
 #pragma unroll
-    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
-      uint32_t v_fragment[4];
-      load_matrix_x4_transposed(v_fragment, shared_address(shared_v + stage_offset +
-                                                           Geometry::swizzle(v_row, dn * 2 + (matrix >> 1)) * 8));
-      Mma::mma(output[2 * dn], p_fragment, v_fragment[0], v_fragment[1]);
-      Mma::mma(output[2 * dn + 1], p_fragment, v_fragment[2], v_fragment[3]);
+      for (int pass = 0; pass < Fp8Layout::kValueBytesPerLane / 4 / kPassWords; ++pass) {
+        uint32_t value_words[4][kPassWords];
+#pragma unroll
+        for (int pick = 0; pick < 4; ++pick) {
+          const int row = warp * kTokensPerWarp + 2 * (lane % 4) + (pick & 1) + 8 * (pick >> 1);
+          const unsigned char* source = tile_v + Fp8Layout::value_word_offset(row, lane / 4, pass * kPassWords);
+          if constexpr (kPassWords == 2) {
+            const uint2 words = *reinterpret_cast<const uint2*>(source);
+            value_words[pick][0] = words.x;
+            value_words[pick][1] = words.y;
+          } else {
+            const uint4 words = *reinterpret_cast<const uint4*>(source);
+            value_words[pick][0] = words.x;
+            value_words[pick][1] = words.y;
+            value_words[pick][2] = words.z;
+            value_words[pick][3] = words.w;
+          }
+        }
+#pragma unroll
+        for (int w = 0; w < kPassWords; ++w)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int j = 4 * (pass * kPassWords + w) + 2 * half;  // n-tiles j and j + 1
+            const uint32_t selector = half == 0 ? 0x5140u : 0x7362u;
+            uint32_t low_k_even, low_k_odd, high_k_even, high_k_odd;
+            e4m3x4_to_half2x2(__byte_perm(value_words[0][w], value_words[1][w], selector), low_k_even, low_k_odd);
+            e4m3x4_to_half2x2(__byte_perm(value_words[2][w], value_words[3][w], selector), high_k_even, high_k_odd);
+            Mma::mma(output[j], p_fragment, low_k_even, high_k_even);
+            Mma::mma(output[j + 1], p_fragment, low_k_odd, high_k_odd);
+          }
+      }
+    } else {
+#pragma unroll
+      for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+        uint32_t v_fragment[4];
+        load_matrix_x4_transposed(v_fragment, shared_address(shared_v + stage_offset +
+                                                             Geometry::swizzle(v_row, dn * 2 + (matrix >> 1)) * 8));
+        Mma::mma(output[2 * dn], p_fragment, v_fragment[0], v_fragment[1]);
+        Mma::mma(output[2 * dn + 1], p_fragment, v_fragment[2], v_fragment[3]);
+      }
     }
   }
 
@@ -693,15 +757,26 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
     sum.w *= inverse;
     const int64_t head_row = q_row0 + row;
     const float lse = cta_sum > 0.f ? (safe_max + log2f(cta_sum)) * 0.69314718055994531f : -INFINITY;
+    // fp8: accumulator column c holds head dim Fp8TileLayout::output_dim(c).
+    auto dim_of = [&](int offset) { return kFp8 ? Fp8Layout::output_dim(column + offset) : column + offset; };
     if (writes_final_output) {
-      Element* destination = static_cast<Element*>(args.out) + head_row * kHeadDim + column;
-      destination[0] = Mma::from_float(sum.x);
-      destination[1] = Mma::from_float(sum.y);
-      destination[2] = Mma::from_float(sum.z);
-      destination[3] = Mma::from_float(sum.w);
+      using Output = TensorCore<Element>;
+      Element* destination = static_cast<Element*>(args.out) + head_row * kHeadDim;
+      destination[dim_of(0)] = Output::from_float(sum.x);
+      destination[dim_of(1)] = Output::from_float(sum.y);
+      destination[dim_of(2)] = Output::from_float(sum.z);
+      destination[dim_of(3)] = Output::from_float(sum.w);
       if (column == 0 && args.lse != nullptr) args.lse[head_row] = lse;
     } else {
-      *reinterpret_cast<float4*>(args.partial_out + (head_row * split_stride + split) * kHeadDim + column) = sum;
+      float* destination = args.partial_out + (head_row * split_stride + split) * kHeadDim;
+      if constexpr (kFp8) {
+        destination[dim_of(0)] = sum.x;
+        destination[dim_of(1)] = sum.y;
+        destination[dim_of(2)] = sum.z;
+        destination[dim_of(3)] = sum.w;
+      } else {
+        *reinterpret_cast<float4*>(destination + column) = sum;
+      }
       if (column == 0) args.partial_lse[head_row * split_stride + split] = lse;
     }
   }
@@ -729,8 +804,9 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
 // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
 // then split 1, and so on, so the CTAs that hold work are spread over all SMs.
 // kFp8: an e4m3 cache (decode_placed_item); Element is then q's and out's type.
+// fp8 at head_dim 128: 4 CTAs per SM, as many as its shared memory allows (128 registers a thread).
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto, bool kFp8>
-__global__ void __launch_bounds__(kThreadsPerCta)
+__global__ void __launch_bounds__(kThreadsPerCta, kFp8 && kHeadDim == 128 ? 4 : 1)
     decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   using CacheElement = std::conditional_t<kFp8, unsigned char, Element>;
   extern __shared__ __align__(128) unsigned char shared_bytes[];
