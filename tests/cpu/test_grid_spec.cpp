@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -323,7 +325,7 @@ std::string shipped_grid(const std::string& name) {
 }
 
 TEST(ShippedGrids, AllParse) {
-  for (const char* name : {"quick", "full", "validation"}) {
+  for (const char* name : {"quick", "full", "validation", "fp8", "fp8_validation"}) {
     EXPECT_NO_THROW(load_grid_file(shipped_grid(name))) << name;
   }
 }
@@ -372,11 +374,55 @@ TEST(ShippedGrids, FullCoversTheTrainingAxesTheIssueAsksFor) {
   EXPECT_GE(heads.size(), 4u);
 }
 
-// The validation sweep measures generalisation, so none of its batches, lengths, head
-// layouts or capacities may appear anywhere in the training grid.
-TEST(ShippedGrids, ValidationValuesAreDisjointFromFull) {
-  const GridSpec full = load_grid_file(shipped_grid("full"));
-  const GridSpec validation = load_grid_file(shipped_grid("validation"));
+// The fp8 table is fitted on fp8 rows alone (fit --kv-dtype fp8_e4m3), over the axes that
+// decide a split count: every head_dim, both layouts the engines use, the capacity case, the
+// CTA ladder and the split ladder up to 64.
+TEST(ShippedGrids, Fp8CoversTheTrainingAxes) {
+  const GridSpec fp8 = load_grid_file(shipped_grid("fp8"));
+  std::set<int> batches, head_dims, contexts, pages, splits, capacity_contexts;
+  std::set<std::pair<int, int>> heads;
+  std::set<ElementTypes> dtypes;
+  bool contiguous = false;
+  for (const GridBlock& block : fp8.blocks) {
+    batches.insert(block.batch.values.begin(), block.batch.values.end());
+    head_dims.insert(block.head_dim.values.begin(), block.head_dim.values.end());
+    contexts.insert(block.context_len.values.begin(), block.context_len.values.end());
+    splits.insert(block.num_splits.values.begin(), block.num_splits.values.end());
+    dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
+    for (const auto& h : block.heads.values) heads.insert({h.num_heads, h.num_kv_heads});
+    for (const auto& l : block.layouts.values) {
+      if (l.layout == KvLayout::paged) pages.insert(l.page_size);
+      if (l.layout == KvLayout::contiguous) contiguous = true;
+    }
+    for (const auto& c : block.cache_capacity.values) {
+      if (!c.is_multiple() && c.tokens == 131072) {
+        capacity_contexts.insert(block.context_len.values.begin(), block.context_len.values.end());
+      }
+    }
+  }
+  EXPECT_EQ(dtypes, (std::set<ElementTypes>{{DType::bf16, KvDtype::fp8_e4m3}}));
+  EXPECT_EQ(*batches.begin(), 1);
+  EXPECT_EQ(*batches.rbegin(), 128);
+  EXPECT_GT(batches.size(), 8u);  // the powers of two and a ladder between them
+  EXPECT_EQ(head_dims, (std::set<int>{64, 128, 256}));
+  EXPECT_EQ(*contexts.begin(), 512);
+  EXPECT_EQ(*contexts.rbegin(), 65536);
+  EXPECT_EQ(pages, (std::set<int>{16}));
+  EXPECT_TRUE(contiguous);
+  EXPECT_EQ(*capacity_contexts.begin(), 1024);
+  EXPECT_EQ(*capacity_contexts.rbegin(), 32768);
+  EXPECT_EQ(splits, (std::set<int>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}));
+  for (const auto& h : std::vector<std::pair<int, int>>{{32, 8}, {32, 4}, {64, 8}, {16, 16}, {32, 32}}) {
+    EXPECT_TRUE(heads.count(h)) << h.first << "/" << h.second;
+  }
+}
+
+// The validation sweeps measure generalisation, so none of their batches, lengths, head
+// layouts or capacities may appear anywhere in their training grid.
+void expect_disjoint(const std::string& training_name, const std::string& validation_name) {
+  SCOPED_TRACE(validation_name + " against " + training_name);
+  const GridSpec full = load_grid_file(shipped_grid(training_name));
+  const GridSpec validation = load_grid_file(shipped_grid(validation_name));
   auto collect = [](const GridSpec& grid, std::set<int>& batches, std::set<int>& contexts,
                     std::set<std::pair<int, int>>& heads, std::set<int>& num_heads,
                     std::set<std::int64_t>& capacities) {
@@ -409,7 +455,14 @@ TEST(ShippedGrids, ValidationValuesAreDisjointFromFull) {
   EXPECT_EQ(overlap(val_heads, full_heads), 0u);
   EXPECT_EQ(overlap(val_num_heads, full_num_heads), 0u);
   EXPECT_EQ(overlap(val_capacities, full_capacities), 0u);
+  std::set<ElementTypes> full_dtypes, val_dtypes;
+  for (const GridBlock& block : full.blocks) full_dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
+  for (const GridBlock& block : validation.blocks) val_dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
+  EXPECT_EQ(overlap(val_dtypes, full_dtypes), val_dtypes.size());  // what is validated was trained
 }
+
+TEST(ShippedGrids, ValidationValuesAreDisjointFromFull) { expect_disjoint("full", "validation"); }
+TEST(ShippedGrids, Fp8ValidationValuesAreDisjointFromFp8) { expect_disjoint("fp8", "fp8_validation"); }
 
 }  // namespace
 }  // namespace splitkv::tuner
