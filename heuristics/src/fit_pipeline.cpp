@@ -41,13 +41,15 @@ FitProducts run_fit(const FitRequest& request) {
   FitProducts out;
   LoadOptions load;
   load.kernel = request.kernel;
+  load.kv_dtype = request.kv_dtype;
   load.sm_count = request.num_sms;
   out.training = load_measurements(request.results_csv, load);
   if (!request.more_results_csvs.empty()) {
     std::vector<Measurements> parts;
     parts.push_back(std::move(out.training));
     LoadOptions more = load;
-    more.kernel = parts.front().kernel;  // every part trains the same kernel
+    more.kernel = parts.front().kernel;  // every part trains the same kernel and cache
+    more.kv_dtype = parts.front().kv_dtype;
     for (const std::string& path : request.more_results_csvs) parts.push_back(load_measurements(path, more));
     out.training = merge_measurements(std::move(parts));
   }
@@ -55,6 +57,7 @@ FitProducts run_fit(const FitRequest& request) {
   if (!request.validation_csv.empty()) {
     LoadOptions validation_load = load;
     validation_load.kernel = out.training.kernel;
+    validation_load.kv_dtype = out.training.kv_dtype;
     validation_load.sm_count = out.training.sm_count;  // the same GPU, so the same SMs
     out.validation = load_measurements(request.validation_csv, validation_load);
     if (out.validation.gpu != out.training.gpu) {
@@ -67,7 +70,7 @@ FitProducts run_fit(const FitRequest& request) {
   const std::string gpu_short =
       request.gpu_short_name.empty() ? short_gpu_name(out.training.gpu) : request.gpu_short_name;
   check_short_name(gpu_short);
-  out.short_name = table_short_name(out.training.kernel, gpu_short);
+  out.short_name = table_short_name(out.training.kernel, gpu_short, out.training.kv_dtype);
   if (request.table) check_table_gpu(request, out.training);
   FitOptions options = request.options;
   if (options.sm_count == 0) options.sm_count = out.training.sm_count;  // waves are counted on the measured GPU

@@ -25,6 +25,7 @@ struct FitRequest {
   std::string header_path;     // empty: no header (evaluate); "default": default_header_path()
   std::string gpu_short_name;  // empty: short_gpu_name(gpu column)
   std::string kernel;          // empty: the file's only kernel, or "splitkv"
+  std::optional<KvDtypeClass> kv_dtype;  // empty: the only class of the kernel's rows (LoadOptions)
   int num_sms = 0;             // 0: sidecar, then the known-GPU list
   bool cross_validate = true;
   FitOptions options;
