@@ -121,7 +121,33 @@ splitkv_cli_test(evaluate_table_other_gpu 2 "--table .*stale_header\\.hpp: made 
 splitkv_cli_test(evaluate_table_allow_other_gpu 0 "in_sample"
   evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --num-sms 100 --table ${SPLITKV_FIT_FIXTURES}/stale_header.hpp
       --allow-other-gpu --out ${SPLITKV_FIT_SCRATCH}/evaluate/other.csv)
-splitkv_cli_test(evaluate_help_table 0 "--table.*--allow-other-gpu" evaluate --help)
+splitkv_cli_test(evaluate_help_table 0 "--kv-dtype.*--table.*--reuse-table.*--allow-other-gpu" evaluate --help)
+# The 16-bit table reused on fp8 rows, beside the fp8 table, in sample and on validation.
+if(EXISTS ${PROJECT_SOURCE_DIR}/heuristics/generated/num_splits_h200.hpp)
+  splitkv_cli_test(evaluate_reused_16bit_table 0
+    "in_sample \\(8 shapes\\).*  ours +8 .*  reused_16bit_table +8 .*validation \\(8 shapes\\).*  ours +8 .*  reused_16bit_table +8 "
+    evaluate ${SPLITKV_FIT_FIXTURES}/tiny_fp8_h200.csv --kv-dtype fp8_e4m3 --validation ${SPLITKV_FIT_FIXTURES}/tiny_mixed_kv_h200.csv
+        --reuse-table heuristics/generated/num_splits_h200.hpp --out ${SPLITKV_FIT_SCRATCH}/evaluate/reused.csv)
+  splitkv_cli_test(evaluate_reuse_table_on_16bit_rows 2
+    "--reuse-table heuristics/generated/num_splits_h200\\.hpp: scores a 16-bit table on the rows of another KV cache, but the rows of .*tiny_h200\\.csv evaluated are 16bit already"
+    evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --reuse-table heuristics/generated/num_splits_h200.hpp
+        --out ${SPLITKV_FIT_SCRATCH}/evaluate/reused_bad.csv)
+endif()
+splitkv_cli_test(evaluate_reuse_table_of_fp8 2
+  "--reuse-table .*num_splits_fp8_h200\\.hpp: made for the fp8_e4m3 KV cache, not a 16-bit one"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_fp8_h200.csv --reuse-table ${SPLITKV_FIT_SCRATCH}/num_splits_fp8_h200.hpp
+      --out ${SPLITKV_FIT_SCRATCH}/evaluate/reused_bad.csv)
+set_tests_properties(cli.evaluate_reuse_table_of_fp8 PROPERTIES FIXTURES_REQUIRED fit_fp8_header)
+splitkv_cli_test(evaluate_table_of_other_kv_dtype 2
+  "--table .*num_splits_fp8_h200\\.hpp: made for the fp8_e4m3 KV cache, but the rows of .*tiny_h200\\.csv evaluated are 16bit"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --table ${SPLITKV_FIT_SCRATCH}/num_splits_fp8_h200.hpp
+      --out ${SPLITKV_FIT_SCRATCH}/evaluate/reused_bad.csv)
+set_tests_properties(cli.evaluate_table_of_other_kv_dtype PROPERTIES FIXTURES_REQUIRED fit_fp8_header)
+splitkv_cli_test(evaluate_both_kv_dtypes_without_flag 2 "tiny_mixed_kv_h200\\.csv: ok rows of kernel splitkv for two KV cache classes.*pass --kv-dtype"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_mixed_kv_h200.csv --out ${SPLITKV_FIT_SCRATCH}/evaluate/mixed.csv)
+splitkv_cli_test(evaluate_validation_without_the_class 2 "tiny_h200\\.csv: no ok rows of kernel splitkv with KV cache class fp8_e4m3"
+  evaluate ${SPLITKV_FIT_FIXTURES}/tiny_fp8_h200.csv --validation ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv
+      --out ${SPLITKV_FIT_SCRATCH}/evaluate/mixed.csv)
 splitkv_cli_test(evaluate_out_required 2 "--out is required" evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv)
 splitkv_cli_test(evaluate_out_in_missing_folder 2 "folder .*missing_folder does not exist"
   evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --out ${SPLITKV_FIT_SCRATCH}/missing_folder/regret.csv)
