@@ -24,8 +24,8 @@ constexpr int kExitBadInput = 2;
 CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
   CLI::App* evaluate = app.add_subcommand(
       "evaluate",
-      "Fit the tables on a results CSV and report every policy's regret (policy time / fastest measured "
-      "time) in sample, under cross-validation and on --validation. Exit codes: 0 done, 1 an output could "
+      "Fit the tables on a results CSV's rows of one kernel and KV cache class and report every policy's regret "
+      "(policy time / fastest measured time) in sample, under cross-validation and on --validation. Exit codes: 0 done, 1 an output could "
       "not be written, 2 invalid input.");
   evaluate->add_option("results", options.results_csvs,
                        "Training results CSV, e.g. results/h200/full.csv; several CSVs of one GPU and kernel are "
