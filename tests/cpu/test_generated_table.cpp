@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "heuristics_test_support.hpp"
 #include "splitkv/heuristics/fit_pipeline.hpp"
 #include "splitkv/heuristics/measurements.hpp"
 #include "splitkv/heuristics/synthetic_results.hpp"
@@ -28,16 +29,7 @@ const std::string kSource = SPLITKV_SOURCE_DIR;
 const std::string kCommittedHeader = kSource + "/heuristics/generated/num_splits_h200.hpp";
 const std::string kCommittedCsv = kSource + "/results/h200/full.csv";
 
-// The message of the InputError `f` throws; empty when it throws none.
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::input_error;
 
 // The committed header with line `line` (1-based) replaced, or cut after it when `replacement` is null.
 std::string edited_header(int line, const char* replacement) {

@@ -330,90 +330,83 @@ TEST(ShippedGrids, AllParse) {
   }
 }
 
-TEST(ShippedGrids, FullCoversTheTrainingAxesTheIssueAsksFor) {
-  const GridSpec full = load_grid_file(shipped_grid("full"));
-  std::set<int> batches, head_dims, contexts, pages;
+// What a training grid covers, over all its blocks.
+struct TrainingAxes {
+  std::set<int> batches, head_dims, contexts, pages, splits;
   std::set<std::pair<int, int>> heads;
   std::set<ElementTypes> dtypes;
-  std::set<int> splits;
-  bool capacity_x1 = false, capacity_131072 = false, contiguous = false;
-  for (const GridBlock& block : full.blocks) {
-    batches.insert(block.batch.values.begin(), block.batch.values.end());
-    head_dims.insert(block.head_dim.values.begin(), block.head_dim.values.end());
-    contexts.insert(block.context_len.values.begin(), block.context_len.values.end());
-    splits.insert(block.num_splits.values.begin(), block.num_splits.values.end());
-    dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
-    for (const auto& h : block.heads.values) heads.insert({h.num_heads, h.num_kv_heads});
+  bool contiguous = false;
+  bool capacity_x1 = false;
+  std::set<int> contexts_in_131072_caches;
+};
+
+TrainingAxes training_axes(const GridSpec& grid) {
+  TrainingAxes a;
+  for (const GridBlock& block : grid.blocks) {
+    a.batches.insert(block.batch.values.begin(), block.batch.values.end());
+    a.head_dims.insert(block.head_dim.values.begin(), block.head_dim.values.end());
+    a.contexts.insert(block.context_len.values.begin(), block.context_len.values.end());
+    a.splits.insert(block.num_splits.values.begin(), block.num_splits.values.end());
+    a.dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
+    for (const auto& h : block.heads.values) a.heads.insert({h.num_heads, h.num_kv_heads});
     for (const auto& l : block.layouts.values) {
-      if (l.layout == KvLayout::paged) pages.insert(l.page_size);
-      if (l.layout == KvLayout::contiguous) contiguous = true;
+      if (l.layout == KvLayout::paged) a.pages.insert(l.page_size);
+      if (l.layout == KvLayout::contiguous) a.contiguous = true;
     }
     for (const auto& c : block.cache_capacity.values) {
-      capacity_x1 |= c.is_multiple() && c.multiple == 1;
-      capacity_131072 |= !c.is_multiple() && c.tokens == 131072;
+      a.capacity_x1 |= c.is_multiple() && c.multiple == 1;
+      if (!c.is_multiple() && c.tokens == 131072) {
+        a.contexts_in_131072_caches.insert(block.context_len.values.begin(), block.context_len.values.end());
+      }
     }
   }
-  EXPECT_EQ(*batches.begin(), 1);
-  EXPECT_EQ(*batches.rbegin(), 256);
-  EXPECT_EQ(head_dims, (std::set<int>{64, 128, 256}));
-  EXPECT_EQ(*contexts.begin(), 128);
-  EXPECT_EQ(*contexts.rbegin(), 131072);
-  EXPECT_TRUE(pages.count(16) && pages.count(64));
-  EXPECT_TRUE(contiguous);
-  EXPECT_TRUE(capacity_x1 && capacity_131072);
-  EXPECT_EQ(dtypes, (std::set<ElementTypes>{{DType::bf16, KvDtype::same_as_q}, {DType::fp16, KvDtype::same_as_q}}));
-  EXPECT_EQ(*splits.begin(), 1);
-  EXPECT_EQ(*splits.rbegin(), 128);
+  return a;
+}
+
+TEST(ShippedGrids, FullCoversTheTrainingAxesTheIssueAsksFor) {
+  const TrainingAxes full = training_axes(load_grid_file(shipped_grid("full")));
+  EXPECT_EQ(*full.batches.begin(), 1);
+  EXPECT_EQ(*full.batches.rbegin(), 256);
+  EXPECT_EQ(full.head_dims, (std::set<int>{64, 128, 256}));
+  EXPECT_EQ(*full.contexts.begin(), 128);
+  EXPECT_EQ(*full.contexts.rbegin(), 131072);
+  EXPECT_TRUE(full.pages.count(16) && full.pages.count(64));
+  EXPECT_TRUE(full.contiguous);
+  EXPECT_TRUE(full.capacity_x1 && !full.contexts_in_131072_caches.empty());
+  EXPECT_EQ(full.dtypes,
+            (std::set<ElementTypes>{{DType::bf16, KvDtype::same_as_q}, {DType::fp16, KvDtype::same_as_q}}));
+  EXPECT_EQ(*full.splits.begin(), 1);
+  EXPECT_EQ(*full.splits.rbegin(), 128);
   bool mha = false, gqa4 = false, gqa8 = false;
-  for (const auto& [h, kv] : heads) {
+  for (const auto& [h, kv] : full.heads) {
     mha |= h == kv;
     gqa4 |= h == 4 * kv;
     gqa8 |= h == 8 * kv;
   }
   EXPECT_TRUE(mha && gqa4 && gqa8);
-  EXPECT_GE(heads.size(), 4u);
+  EXPECT_GE(full.heads.size(), 4u);
 }
 
 // The fp8 table is fitted on fp8 rows alone (fit --kv-dtype fp8_e4m3), over the axes that
 // decide a split count: every head_dim, both layouts the engines use, the capacity case, the
 // CTA ladder and the split ladder up to 64.
 TEST(ShippedGrids, Fp8CoversTheTrainingAxes) {
-  const GridSpec fp8 = load_grid_file(shipped_grid("fp8"));
-  std::set<int> batches, head_dims, contexts, pages, splits, capacity_contexts;
-  std::set<std::pair<int, int>> heads;
-  std::set<ElementTypes> dtypes;
-  bool contiguous = false;
-  for (const GridBlock& block : fp8.blocks) {
-    batches.insert(block.batch.values.begin(), block.batch.values.end());
-    head_dims.insert(block.head_dim.values.begin(), block.head_dim.values.end());
-    contexts.insert(block.context_len.values.begin(), block.context_len.values.end());
-    splits.insert(block.num_splits.values.begin(), block.num_splits.values.end());
-    dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
-    for (const auto& h : block.heads.values) heads.insert({h.num_heads, h.num_kv_heads});
-    for (const auto& l : block.layouts.values) {
-      if (l.layout == KvLayout::paged) pages.insert(l.page_size);
-      if (l.layout == KvLayout::contiguous) contiguous = true;
-    }
-    for (const auto& c : block.cache_capacity.values) {
-      if (!c.is_multiple() && c.tokens == 131072) {
-        capacity_contexts.insert(block.context_len.values.begin(), block.context_len.values.end());
-      }
-    }
-  }
-  EXPECT_EQ(dtypes, (std::set<ElementTypes>{{DType::bf16, KvDtype::fp8_e4m3}}));
-  EXPECT_EQ(*batches.begin(), 1);
-  EXPECT_EQ(*batches.rbegin(), 128);
-  EXPECT_GT(batches.size(), 8u);  // the powers of two and a ladder between them
-  EXPECT_EQ(head_dims, (std::set<int>{64, 128, 256}));
-  EXPECT_EQ(*contexts.begin(), 512);
-  EXPECT_EQ(*contexts.rbegin(), 65536);
-  EXPECT_EQ(pages, (std::set<int>{16}));
-  EXPECT_TRUE(contiguous);
-  EXPECT_EQ(*capacity_contexts.begin(), 1024);
-  EXPECT_EQ(*capacity_contexts.rbegin(), 32768);
-  EXPECT_EQ(splits, (std::set<int>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}));
+  const TrainingAxes fp8 = training_axes(load_grid_file(shipped_grid("fp8")));
+  EXPECT_EQ(fp8.dtypes, (std::set<ElementTypes>{{DType::bf16, KvDtype::fp8_e4m3}}));
+  EXPECT_EQ(*fp8.batches.begin(), 1);
+  EXPECT_EQ(*fp8.batches.rbegin(), 128);
+  EXPECT_GT(fp8.batches.size(), 8u);  // the powers of two and a ladder between them
+  EXPECT_EQ(fp8.head_dims, (std::set<int>{64, 128, 256}));
+  EXPECT_EQ(*fp8.contexts.begin(), 512);
+  EXPECT_EQ(*fp8.contexts.rbegin(), 65536);
+  EXPECT_EQ(fp8.pages, (std::set<int>{16}));
+  EXPECT_TRUE(fp8.contiguous);
+  ASSERT_FALSE(fp8.contexts_in_131072_caches.empty());
+  EXPECT_EQ(*fp8.contexts_in_131072_caches.begin(), 1024);
+  EXPECT_EQ(*fp8.contexts_in_131072_caches.rbegin(), 32768);
+  EXPECT_EQ(fp8.splits, (std::set<int>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}));
   for (const auto& h : std::vector<std::pair<int, int>>{{32, 8}, {32, 4}, {64, 8}, {16, 16}, {32, 32}}) {
-    EXPECT_TRUE(heads.count(h)) << h.first << "/" << h.second;
+    EXPECT_TRUE(fp8.heads.count(h)) << h.first << "/" << h.second;
   }
 }
 
