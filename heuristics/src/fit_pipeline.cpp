@@ -115,7 +115,11 @@ FitProducts run_fit(const FitRequest& request) {
   check_given_tables(request, out.training);
   FitOptions options = request.options;
   if (options.sm_count == 0) options.sm_count = out.training.sm_count;  // waves are counted on the measured GPU
-  if (const PeerKernel* peer = find_peer_kernel(out.training.kernel)) options.occupancy = peer->occupancy;
+  if (const PeerKernel* peer = find_peer_kernel(out.training.kernel)) {
+    options.occupancy = peer->occupancy;
+  } else if (out.training.kv_dtype == KvDtypeClass::fp8_e4m3) {
+    options.occupancy = kFp8KernelOccupancy;  // a smaller ring: more resident CTAs, other waves
+  }
   if (!request.table) out.fit = fit_heuristic(out.training.shapes, options);
 
   if (!request.header_path.empty()) {

@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   }
   try {
     const h::Measurements m = h::fixture::measurements(argc >= 3 ? argv[2] : "splitkv", *kv_dtype);
-    const h::FittedHeuristic fit = h::fit_heuristic(m.shapes);
+    h::FitOptions options;
+    if (m.kv_dtype == h::KvDtypeClass::fp8_e4m3) options.occupancy = h::kFp8KernelOccupancy;  // as run_fit
+    const h::FittedHeuristic fit = h::fit_heuristic(m.shapes, options);
     const std::string name =
         "num_splits_" + h::table_short_name(m.kernel, h::fixture::kShortName, m.kv_dtype) + ".hpp";
     h::write_file_atomically(argv[1], h::fixture::header(m, fit, "fixture/" + name));

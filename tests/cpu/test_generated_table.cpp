@@ -190,6 +190,21 @@ TEST(GeneratedTable, KvDtypeIsReadBack) {
   const GeneratedHeader h = read_generated_header(path);
   EXPECT_EQ(h.short_name, "fp8_h200");
   EXPECT_EQ(h.kv_dtype, KvDtypeClass::fp8_e4m3);
+  // Its waves are the fp8 kernel's: the guard's slots say so, and the header reads back as fitted.
+  EXPECT_TRUE(contains(read_text(path), "slots = head_dim <= 128 ? 4LL * kSmCount : 2LL * kSmCount;"));
+  EXPECT_EQ(h.real_length.occupancy, kFp8KernelOccupancy);
+  FitRequest fitted;
+  fitted.results_csv = dir.file("fp8.csv");
+  fitted.cross_validate = false;
+  FitRequest given = fitted;
+  given.table = load_given_table(path);
+  const FitProducts a = run_fit(fitted);
+  const FitProducts b = run_fit(given);
+  EXPECT_EQ(a.fit.real_length.occupancy, kFp8KernelOccupancy);
+  ASSERT_EQ(a.summary.size(), b.summary.size());
+  for (std::size_t i = 0; i < a.summary.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a.summary[i].stats.geomean, b.summary[i].stats.geomean) << a.summary[i].policy;
+  }
   EXPECT_EQ(load_given_table(path).kv_dtype, KvDtypeClass::fp8_e4m3);
   EXPECT_EQ(read_generated_header(kCommittedHeader).kv_dtype, KvDtypeClass::sixteen_bit);  // names none
   EXPECT_EQ(load_given_table("h200").kv_dtype, KvDtypeClass::sixteen_bit);
