@@ -24,8 +24,8 @@ constexpr int kExitBadInput = 2;
 CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
   CLI::App* evaluate = app.add_subcommand(
       "evaluate",
-      "Fit the tables on a results CSV and report every policy's regret (policy time / fastest measured "
-      "time) in sample, under cross-validation and on --validation. Exit codes: 0 done, 1 an output could "
+      "Fit the tables on a results CSV's rows of one kernel and KV cache class and report every policy's regret "
+      "(policy time / fastest measured time) in sample, under cross-validation and on --validation. Exit codes: 0 done, 1 an output could "
       "not be written, 2 invalid input.");
   evaluate->add_option("results", options.results_csvs,
                        "Training results CSV, e.g. results/h200/full.csv; several CSVs of one GPU and kernel are "
@@ -45,6 +45,11 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
                        "time / the shape's fastest fixed-split time. The report then adds the subset "
                        "capacity_131072 (fixed lengths 1024-32768 in a 131072-token cache) and the column "
                        "ours_speedup (the policy's time / ours', geomean).");
+  evaluate->add_option("--kv-dtype", options.kv_dtype,
+                       "KV cache class whose rows to evaluate (and fit `ours` on): 16bit (dtype bf16 and fp16) or "
+                       "fp8_e4m3. Default: the only class the kernel's ok rows hold; a CSV holding both is refused "
+                       "without it. --validation is read for the same class.")
+      ->check(CLI::IsMember({"16bit", "fp8_e4m3"}));
   evaluate->add_option("--num-sms", options.num_sms, "SM count, for CSVs without a sidecar naming it.")
       ->check(positive_count());
   evaluate->add_flag("--no-cross-validation", options.no_cross_validation,
@@ -55,8 +60,17 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
                        "of a table compiled into this build (\"NVIDIA H200\" or h200). Nothing is fitted, so "
                        "there is no cross-validation. Refused (exit 2) when the table was made for another GPU "
                        "or SM count than the CSV's, unless --allow-other-gpu.");
+  evaluate->add_option("--reuse-table", options.reuse_table,
+                       "With rows of another KV cache than 16bit (--kv-dtype fp8_e4m3): also score this 16-bit "
+                       "table unchanged on them, as policy reused_16bit_table (its real-length lookup), in sample "
+                       "and on --validation, beside `ours`, the table for their own cache; regret.md compares the "
+                       "two. A header emitted by `splitkv fit` without kKvDtype (e.g. "
+                       "heuristics/generated/num_splits_h200.hpp) or a compiled-in table's GPU name, as for --table. "
+                       "Refused (exit 2) on 16-bit rows, for a table of another class, and for another GPU or SM "
+                       "count unless --allow-other-gpu.");
   evaluate->add_flag("--allow-other-gpu", options.allow_other_gpu,
-                     "With --table: evaluate a table made for another GPU (or SM count) on this CSV anyway.");
+                     "With --table or --reuse-table: evaluate a table made for another GPU (or SM count) on this CSV "
+                     "anyway.");
   return evaluate;
 }
 
@@ -68,6 +82,7 @@ int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& ou
   request.more_results_csvs.assign(options.results_csvs.begin() + 1, options.results_csvs.end());
   request.validation_csv = options.validation_csv;
   request.kernel = options.kernel;
+  if (!options.kv_dtype.empty()) request.kv_dtype = parse_kv_dtype_class(options.kv_dtype);
   request.num_sms = options.num_sms;
   request.cross_validate = !options.no_cross_validation;
   request.allow_other_gpu = options.allow_other_gpu;
@@ -75,6 +90,7 @@ int run_evaluate_command(const EvaluateCommandOptions& options, std::ostream& ou
   FitProducts products;
   try {
     if (!options.table.empty()) request.table = load_given_table(options.table);
+    if (!options.reuse_table.empty()) request.reused_table = load_given_table(options.reuse_table, "--reuse-table");
     const ProgressPrinter progress(err, "evaluate");
     products = run_fit(request);
   } catch (const InputError& error) {

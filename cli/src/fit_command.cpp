@@ -31,6 +31,10 @@ void print_fit(const FitProducts& p, std::ostream& out) {
   out << fmt::format("input     {} ({} rows, {} ok, {} shapes; gpu {}, {} SMs from the {}; kernel {})\n",
                      m.source_display, m.counts.rows, m.counts.ok, m.counts.shapes, m.gpu, m.sm_count,
                      m.sm_count_source, m.kernel);
+  if (!kv_dtype_argument(m).empty()) {
+    out << fmt::format("kv cache  {} ({} ok rows of another class ignored)\n", to_string(m.kv_dtype),
+                       m.counts.other_kv_dtypes);
+  }
   for (const auto& [status, n] : m.counts.excluded) out << fmt::format("excluded  {} rows with status {}\n", n, status);
   const FitNotes& n = p.fit.notes;
   if (n.page_sizes.size() > 1) {
@@ -55,16 +59,23 @@ GeneratedHeader check_committed_header(const FitProducts& p) {
                                  p.header_path, h.gpu_name, h.sm_count, p.training.source_display, p.training.gpu,
                                  p.training.sm_count));
   }
-  const std::string kernel = kernel_argument(p.training.kernel);
+  const std::string arguments = kernel_argument(p.training.kernel) + kv_dtype_argument(p.training);
   if (h.input_sha256 != p.training.sha256) {
     throw InputError(fmt::format("{}: kInputSha256: fitted on a CSV with sha256 {}, not {} (sha256 {}); "
                                  "regenerate it with: splitkv fit {}{} --out {}",
                                  p.header_path, h.input_sha256.substr(0, 12), p.training.source_display,
-                                 p.training.sha256.substr(0, 12), p.training.source, kernel, p.header_path));
+                                 p.training.sha256.substr(0, 12), p.training.source, arguments, p.header_path));
   }
   if (h.kernel != p.training.kernel) {
     throw InputError(fmt::format("{}: kKernel: fitted on the rows of kernel {}, not {}; check it with --kernel {}",
                                  p.header_path, h.kernel, p.training.kernel, h.kernel));
+  }
+  // One CSV may hold both caches' rows, so the sha256 alone does not tell the tables apart.
+  if (h.kv_dtype != p.training.kv_dtype) {
+    throw InputError(fmt::format("{}: kKvDtype: a table for the {} KV cache, not {} (the rows this check fitted); "
+                                 "check it with --kv-dtype {}",
+                                 p.header_path, to_string(h.kv_dtype), to_string(p.training.kv_dtype),
+                                 to_string(h.kv_dtype)));
   }
   return h;
 }
@@ -74,7 +85,8 @@ GeneratedHeader check_committed_header(const FitProducts& p) {
 CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
   CLI::App* fit = app.add_subcommand(
       "fit",
-      "Fit the num_splits lookup tables on a results CSV and emit the generated header (plus a regret "
+      "Fit the num_splits lookup tables on a results CSV's rows of one kernel and KV cache class and emit the "
+      "generated header (plus a regret "
       "report with --report). Exit codes: 0 done (--check: up to date), 1 --check found a difference or an "
       "output could not be written, 2 invalid input.");
   fit->add_option("results", options.results_csvs,
@@ -98,14 +110,20 @@ CLI::App* add_fit_command(CLI::App& app, FitCommandOptions& options) {
                 "or has tables edited by hand.");
   fit->add_option("--gpu-name", options.gpu_name,
                   "Short name of the GPU: the C++ namespace splitkv::generated::<name> and the file suffix "
-                  "(<kernel>_<name> for another kernel than splitkv). Default: from the CSV's gpu column "
-                  "(\"NVIDIA H200\" -> h200).");
+                  "(<kernel>_<name> for another kernel than splitkv, fp8_<name> for an fp8_e4m3 KV cache). Default: "
+                  "from the CSV's gpu column (\"NVIDIA H200\" -> h200).");
   fit->add_option("--kernel", options.kernel,
                   "Kernel whose rows to fit when the CSV holds several. Default: the only one, or splitkv. A "
                   "peer's kernel (fa3, flashinfer) is fitted on its fixed-split rows only, into "
                   "num_splits_<kernel>_<gpu>.hpp with a lookup taking that peer's call-site arguments; its "
                   "policy rows (fa3_heuristic_capacity, fa3_heuristic_maxlen, flashinfer_heuristic) go to the "
                   "--report.");
+  fit->add_option("--kv-dtype", options.kv_dtype,
+                  "KV cache class whose rows to fit: 16bit (dtype bf16 and fp16, one table for both) or fp8_e4m3. "
+                  "Default: the only class the kernel's ok rows hold; a CSV holding both is refused without it. An "
+                  "fp8_e4m3 table goes to num_splits_fp8_<gpu>.hpp, namespace splitkv::generated::fp8_<gpu>, with "
+                  "kKvDtype = \"fp8_e4m3\" (a 16-bit header has no kKvDtype).")
+      ->check(CLI::IsMember({"16bit", "fp8_e4m3"}));
   fit->add_option("--num-sms", options.num_sms,
                   "SM count of the GPU, for CSVs without a sidecar naming it (also overrides the sidecar).")
       ->check(positive_count());
@@ -122,6 +140,7 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
   request.header_path = options.out_path.empty() ? "default" : options.out_path;
   request.gpu_short_name = options.gpu_name;
   request.kernel = options.kernel;
+  if (!options.kv_dtype.empty()) request.kv_dtype = parse_kv_dtype_class(options.kv_dtype);
   request.num_sms = options.num_sms;
   request.cross_validate = !options.check && !options.report_dir.empty() && !options.no_cross_validation;
 
@@ -165,7 +184,7 @@ int run_fit_command(const FitCommandOptions& options, std::ostream& out, std::os
         "  generated: {}\n"
         "Regenerate it with: splitkv fit {}{} --out {}\n",
         heading, difference.expected, difference.actual, fmt::join(options.results_csvs, " "),
-        kernel_argument(products.training.kernel), products.header_path);
+        kernel_argument(products.training.kernel) + kv_dtype_argument(products.training), products.header_path);
     return table_edited ? kExitBadInput : kExitDifferent;
   }
 

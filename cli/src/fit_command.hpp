@@ -20,6 +20,7 @@ struct FitCommandOptions {
   bool no_cross_validation = false;  // --report without the held-out refits
   std::string gpu_name;    // short name for the namespace and file; empty: from the CSV's gpu
   std::string kernel;      // empty: the file's only kernel, or "splitkv"
+  std::string kv_dtype;    // 16bit or fp8_e4m3; empty: the only class of the kernel's rows
   int num_sms = 0;         // 0: from the sidecar or the known-GPU list
 };
 

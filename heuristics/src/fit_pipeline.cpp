@@ -11,28 +11,69 @@
 namespace splitkv::heuristics {
 namespace {
 
-std::vector<Policy> given_table_policies(const GivenTable& table) {
-  const auto pick = [](SplitLookup lookup, LengthAxis axis) {
-    return [lookup, axis](const MeasuredShape& s) {
-      const auto& p = s.point;
-      const int splits = lookup(p.batch, p.num_kv_heads, p.head_dim, table_tokens(s, axis),
-                                p.layout == KvLayout::paged ? p.page_size : 0);
-      return PolicyPick{splits, splits};
-    };
-  };
-  return {{"ours", fmt::format("given table ({}) on batch x kv_heads and the real length", table.source), false,
-           pick(table.real_length, LengthAxis::real_length)},
-          {"ours_capacity_only", fmt::format("given table ({}) on batch x kv_heads and the capacity", table.source),
-           false, pick(table.capacity_only, LengthAxis::capacity)}};
+// A policy that asks `lookup` about a shape's batch x kv_heads and its length on `axis`.
+Policy lookup_policy(std::string name, std::string description, SplitLookup lookup, LengthAxis axis) {
+  return {std::move(name), std::move(description), false, [lookup, axis](const MeasuredShape& s) {
+            const auto& p = s.point;
+            const int splits = lookup(p.batch, p.num_kv_heads, p.head_dim, table_tokens(s, axis),
+                                      p.layout == KvLayout::paged ? p.page_size : 0);
+            return PolicyPick{splits, splits};
+          }};
 }
 
-void check_table_gpu(const FitRequest& request, const Measurements& training) {
-  const GivenTable& t = *request.table;
+std::vector<Policy> given_table_policies(const GivenTable& table) {
+  return {lookup_policy("ours", fmt::format("given table ({}) on batch x kv_heads and the real length", table.source),
+                        table.real_length, LengthAxis::real_length),
+          lookup_policy("ours_capacity_only",
+                        fmt::format("given table ({}) on batch x kv_heads and the capacity", table.source),
+                        table.capacity_only, LengthAxis::capacity)};
+}
+
+// Against the real-length table `ours` is, the question a caller with that table asks: is the
+// 16-bit table good enough on this cache, or does it need its own?
+std::vector<Policy> reused_table_policies(const FitRequest& request) {
+  if (!request.reused_table) return {};
+  const GivenTable& t = *request.reused_table;
+  return {lookup_policy("reused_16bit_table",
+                        fmt::format("the 16-bit KV cache's table ({}) unchanged, on batch x kv_heads and the real length",
+                                    t.source),
+                        t.real_length, LengthAxis::real_length)};
+}
+
+void check_table_gpu(const FitRequest& request, const GivenTable& t, const char* flag, const Measurements& training) {
   if (request.allow_other_gpu || (t.gpu_name == training.gpu && t.sm_count == training.sm_count)) return;
-  throw InputError(fmt::format("--table {}: made for \"{}\" ({} SMs), but {} was measured on \"{}\" ({} SMs); "
+  throw InputError(fmt::format("{} {}: made for \"{}\" ({} SMs), but {} was measured on \"{}\" ({} SMs); "
                                "pass --allow-other-gpu to evaluate it there anyway",
-                               t.source, t.gpu_name, t.sm_count, request.results_csv, training.gpu,
+                               flag, t.source, t.gpu_name, t.sm_count, request.results_csv, training.gpu,
                                training.sm_count));
+}
+
+void check_given_tables(const FitRequest& request, const Measurements& training) {
+  if (request.table) {
+    check_table_gpu(request, *request.table, "--table", training);
+    if (request.table->kv_dtype != training.kv_dtype) {
+      throw InputError(fmt::format("--table {}: made for the {} KV cache, but the rows of {} evaluated are {}; score it "
+                                   "on rows of its class (--kv-dtype {}), or a 16-bit table on other rows with "
+                                   "--reuse-table",
+                                   request.table->source, to_string(request.table->kv_dtype), request.results_csv,
+                                   to_string(training.kv_dtype), to_string(request.table->kv_dtype)));
+    }
+  }
+  if (request.reused_table) {
+    const GivenTable& t = *request.reused_table;
+    if (training.kv_dtype == KvDtypeClass::sixteen_bit) {
+      throw InputError(fmt::format("--reuse-table {}: scores a 16-bit table on the rows of another KV cache, but the "
+                                   "rows of {} evaluated are 16bit already (--kv-dtype fp8_e4m3 picks fp8 rows; "
+                                   "--table scores a table on its own class)",
+                                   t.source, request.results_csv));
+    }
+    if (t.kv_dtype != KvDtypeClass::sixteen_bit) {
+      throw InputError(fmt::format("--reuse-table {}: made for the {} KV cache, not a 16-bit one (a header without "
+                                   "kKvDtype, e.g. heuristics/generated/num_splits_h200.hpp)",
+                                   t.source, to_string(t.kv_dtype)));
+    }
+    check_table_gpu(request, t, "--reuse-table", training);
+  }
 }
 
 }  // namespace
@@ -41,13 +82,15 @@ FitProducts run_fit(const FitRequest& request) {
   FitProducts out;
   LoadOptions load;
   load.kernel = request.kernel;
+  load.kv_dtype = request.kv_dtype;
   load.sm_count = request.num_sms;
   out.training = load_measurements(request.results_csv, load);
   if (!request.more_results_csvs.empty()) {
     std::vector<Measurements> parts;
     parts.push_back(std::move(out.training));
     LoadOptions more = load;
-    more.kernel = parts.front().kernel;  // every part trains the same kernel
+    more.kernel = parts.front().kernel;  // every part trains the same kernel and cache
+    more.kv_dtype = parts.front().kv_dtype;
     for (const std::string& path : request.more_results_csvs) parts.push_back(load_measurements(path, more));
     out.training = merge_measurements(std::move(parts));
   }
@@ -55,6 +98,7 @@ FitProducts run_fit(const FitRequest& request) {
   if (!request.validation_csv.empty()) {
     LoadOptions validation_load = load;
     validation_load.kernel = out.training.kernel;
+    validation_load.kv_dtype = out.training.kv_dtype;
     validation_load.sm_count = out.training.sm_count;  // the same GPU, so the same SMs
     out.validation = load_measurements(request.validation_csv, validation_load);
     if (out.validation.gpu != out.training.gpu) {
@@ -67,11 +111,15 @@ FitProducts run_fit(const FitRequest& request) {
   const std::string gpu_short =
       request.gpu_short_name.empty() ? short_gpu_name(out.training.gpu) : request.gpu_short_name;
   check_short_name(gpu_short);
-  out.short_name = table_short_name(out.training.kernel, gpu_short);
-  if (request.table) check_table_gpu(request, out.training);
+  out.short_name = table_short_name(out.training.kernel, gpu_short, out.training.kv_dtype);
+  check_given_tables(request, out.training);
   FitOptions options = request.options;
   if (options.sm_count == 0) options.sm_count = out.training.sm_count;  // waves are counted on the measured GPU
-  if (const PeerKernel* peer = find_peer_kernel(out.training.kernel)) options.occupancy = peer->occupancy;
+  if (const PeerKernel* peer = find_peer_kernel(out.training.kernel)) {
+    options.occupancy = peer->occupancy;
+  } else if (out.training.kv_dtype == KvDtypeClass::fp8_e4m3) {
+    options.occupancy = kFp8KernelOccupancy;  // a smaller ring: more resident CTAs, other waves
+  }
   if (!request.table) out.fit = fit_heuristic(out.training.shapes, options);
 
   if (!request.header_path.empty()) {
@@ -83,13 +131,16 @@ FitProducts run_fit(const FitRequest& request) {
   const int sms = out.training.sm_count;
   const std::string& kernel = out.training.kernel;
   const auto policies = [&] {
-    return request.table ? all_policies(given_table_policies(*request.table), sms, kernel)
-                         : all_policies(out.fit, sms, kernel);
+    std::vector<Policy> tables = request.table ? given_table_policies(*request.table) : table_policies(out.fit);
+    for (Policy& p : reused_table_policies(request)) tables.push_back(std::move(p));
+    return all_policies(std::move(tables), sms, kernel);
   };
   out.evaluations.push_back(evaluate_policies("in_sample", out.training.shapes, policies()));
   if (request.cross_validate && !request.table) {
     for (const CrossValidationScheme& scheme : default_cross_validation_schemes()) {
-      if (auto e = cross_validate(out.training.shapes, scheme, sms, options)) out.evaluations.push_back(std::move(*e));
+      if (auto e = cross_validate(out.training.shapes, scheme, sms, options, reused_table_policies(request))) {
+        out.evaluations.push_back(std::move(*e));
+      }
     }
   }
   if (!out.validation.shapes.empty()) {
@@ -102,6 +153,7 @@ FitProducts run_fit(const FitRequest& request) {
   out.context.gpu = out.training.gpu;
   out.context.sm_count = sms;
   out.context.kernel = out.training.kernel;
+  out.context.kv_dtype = out.training.kv_dtype;
   out.context.training_input = out.training.source_display;
   out.context.training_sha256 = out.training.sha256;
   if (!out.validation.source.empty()) {
@@ -129,7 +181,9 @@ std::string console_summary(const FitProducts& p) {
   const PeerKernel* peer = find_peer_kernel(p.context.kernel);
   // Beside ours in the capacity subsets: FA2 from the capacity, and a peer's own rule.
   const auto shown = [peer](const std::string& policy) {
-    if (policy == "ours" || policy == "ours_capacity_only" || policy == "fa2_capacity") return true;
+    if (policy == "ours" || policy == "ours_capacity_only" || policy == "fa2_capacity" ||
+        policy == "reused_16bit_table")
+      return true;
     if (peer == nullptr) return false;
     for (const PolicyKernel& k : peer->policy_kernels) {
       if (k.name == policy) return true;

@@ -64,6 +64,15 @@ class HeaderParser {
     h.gpu_name = string_constant("kGpuName");
     h.input_sha256 = string_constant("kInputSha256");
     h.kernel = find_string_constant("kKernel").value_or("splitkv");  // our own kernel's headers name none
+    // A table for a bf16/fp16 cache names none.
+    if (const std::optional<std::string> kv_dtype = find_string_constant("kKvDtype")) {
+      const std::optional<KvDtypeClass> parsed = parse_kv_dtype_class(*kv_dtype);
+      if (!parsed || *parsed == KvDtypeClass::sixteen_bit) {
+        fail(find(" kKvDtype[] = ", 0) + 1, fmt::format("kKvDtype \"{}\" is not a KV dtype class a header names (fp8_e4m3)",
+                                              *kv_dtype));
+      }
+      h.kv_dtype = *parsed;
+    }
     h.sm_count = int_constant("kSmCount");
     if (h.sm_count <= 0) fail(line_of("kSmCount"), fmt::format("kSmCount {} is not a positive SM count", h.sm_count));
     if (!std::regex_match(h.input_sha256, std::regex("[0-9a-f]{64}"))) {
@@ -354,13 +363,14 @@ GeneratedHeader read_generated_header(const std::string& path) {
   return HeaderParser(path, bytes.str()).parse();
 }
 
-GivenTable load_given_table(const std::string& spec) {
+GivenTable load_given_table(const std::string& spec, const std::string& flag) {
   GivenTable table;
   if (looks_like_header_path(spec)) {
     const auto header = std::make_shared<GeneratedHeader>(read_generated_header(spec));
     table.source = spec;
     table.gpu_name = header->gpu_name;
     table.sm_count = header->sm_count;
+    table.kv_dtype = header->kv_dtype;
     table.real_length = [header](int b, int kv, int hd, int tokens, int page) {
       return header->real_length.lookup(b, kv, hd, tokens, page);
     };
@@ -383,9 +393,9 @@ GivenTable load_given_table(const std::string& spec) {
     }
     known += fmt::format("{}\"{}\" ({})", known.empty() ? "" : ", ", t.gpu_name, t.name);
   }
-  throw InputError(fmt::format("--table \"{}\": no such header file and no compiled-in table for that GPU "
+  throw InputError(fmt::format("{} \"{}\": no such header file and no compiled-in table for that GPU "
                                "(compiled in: {})",
-                               spec, known.empty() ? "none" : known));
+                               flag, spec, known.empty() ? "none" : known));
 }
 
 }  // namespace splitkv::heuristics

@@ -26,7 +26,7 @@ using tuner::PointStatus;
 using tuner::ResultRow;
 
 auto shape_fields(const tuner::SweepPoint& p) {
-  return std::make_tuple(int(p.layout), p.page_size, int(p.dtype), p.head_dim, p.num_heads,
+  return std::make_tuple(int(p.layout), p.page_size, int(p.dtype), int(p.kv_dtype), p.head_dim, p.num_heads,
                          p.num_kv_heads, p.batch, p.context_len, p.cache_capacity,
                          tuner::to_string(p.length_distribution));
 }
@@ -63,7 +63,36 @@ std::string pick_kernel(const std::set<std::string>& kernels, const std::string&
                                list()));
 }
 
+// How the messages name a class with its row count: what the dtype column holds for it.
+std::string describe(KvDtypeClass kv_dtype, std::int64_t rows) {
+  return kv_dtype == KvDtypeClass::fp8_e4m3 ? fmt::format("fp8_e4m3 ({} rows)", rows)
+                                            : fmt::format("16bit (bf16/fp16, {} rows)", rows);
+}
+
+// The class to fit: the requested one, else the only one; two and none requested is refused.
+// `ok_rows` counts the kernel's ok rows of each class present.
+KvDtypeClass pick_kv_dtype(const std::map<KvDtypeClass, std::int64_t>& ok_rows,
+                           const std::optional<KvDtypeClass>& requested, const std::string& kernel,
+                           const std::string& source) {
+  std::string found;
+  for (const auto& [c, n] : ok_rows) found += fmt::format("{}{}", found.empty() ? "" : " and ", describe(c, n));
+  if (requested) {
+    if (ok_rows.count(*requested)) return *requested;
+    throw InputError(fmt::format("{}: no ok rows of kernel {} with KV cache class {} (--kv-dtype {}); its ok rows "
+                                 "are {}",
+                                 source, kernel, to_string(*requested), to_string(*requested), found));
+  }
+  if (ok_rows.size() == 1) return ok_rows.begin()->first;
+  throw InputError(fmt::format("{}: ok rows of kernel {} for two KV cache classes, {}; a table is fitted for one: "
+                               "pass --kv-dtype 16bit or --kv-dtype fp8_e4m3",
+                               source, kernel, found));
+}
+
 }  // namespace
+
+KvDtypeClass kv_dtype_class_of(const tuner::SweepPoint& point) {
+  return point.kv_dtype == KvDtype::fp8_e4m3 ? KvDtypeClass::fp8_e4m3 : KvDtypeClass::sixteen_bit;
+}
 
 int MeasuredShape::kv_tiles() const { return ceil_div(point.context_len, kTokensPerTile); }
 
@@ -185,6 +214,15 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
                                  csv.rows.size()));
   }
   m.kernel = pick_kernel(kernels_with_ok, options.kernel, source);
+  std::map<KvDtypeClass, std::int64_t> kv_dtype_ok_rows;
+  for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+    const ResultRow& row = csv.rows[i];
+    if (!superseded[i] && row.status == PointStatus::ok && row.kernel == m.kernel) {
+      ++kv_dtype_ok_rows[kv_dtype_class_of(row.point)];
+    }
+  }
+  m.kv_dtype = pick_kv_dtype(kv_dtype_ok_rows, options.kv_dtype, m.kernel, source);
+  for (const auto& [c, n] : kv_dtype_ok_rows) m.kv_dtypes_present.push_back(c);
   const PeerKernel* peer = find_peer_kernel(m.kernel);
   const auto is_policy_kernel = [peer](const std::string& kernel) {
     if (peer == nullptr) return false;
@@ -207,6 +245,10 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
     const ResultRow& row = csv.rows[i];
     if (superseded[i]) {
       ++m.counts.superseded;
+      continue;
+    }
+    if (kv_dtype_class_of(row.point) != m.kv_dtype && (row.kernel == m.kernel || is_policy_kernel(row.kernel))) {
+      if (row.status == PointStatus::ok) ++m.counts.other_kv_dtypes;
       continue;
     }
     if (row.kernel != m.kernel) {
@@ -232,7 +274,7 @@ Measurements parse_and_group(std::string_view text, const std::string& source,
     MeasuredShape& entry = by_shape[shape_key];
     entry.kernel = row.kernel;
     entry.point = shape;
-    const std::int64_t bytes_per_token = 2LL * shape.num_kv_heads * shape.head_dim * tuner::bytes_per_element(shape.dtype);
+    const std::int64_t bytes_per_token = 2LL * shape.num_kv_heads * shape.head_dim * shape.kv_element_bytes();
     entry.total_tokens = row.kv_bytes > 0 && bytes_per_token > 0 ? row.kv_bytes / bytes_per_token : shape.total_tokens();
     entry.timings.push_back({row.point.num_splits, row.time_us_median, row.cv, csv.row_lines[i]});
   }
@@ -345,6 +387,11 @@ std::string command_line_inputs(const Measurements& measurements) {
   return out;
 }
 
+std::string kv_dtype_argument(const Measurements& m) {
+  if (m.kv_dtype == KvDtypeClass::sixteen_bit && m.kv_dtypes_present.size() <= 1) return "";
+  return fmt::format(" --kv-dtype {}", to_string(m.kv_dtype));
+}
+
 Measurements merge_measurements(std::vector<Measurements> parts) {
   if (parts.empty()) throw std::invalid_argument("merge_measurements: no parts");
   if (parts.size() == 1) return std::move(parts.front());
@@ -352,6 +399,8 @@ Measurements merge_measurements(std::vector<Measurements> parts) {
   const Measurements& first = parts.front();
   merged.gpu = first.gpu;
   merged.kernel = first.kernel;
+  merged.kv_dtype = first.kv_dtype;
+  std::set<KvDtypeClass> present;
   merged.sm_count = first.sm_count;
   merged.sm_count_source = first.sm_count_source;
   std::map<std::string, std::string> owner;  // shape key -> the file it came from
@@ -365,6 +414,11 @@ Measurements merge_measurements(std::vector<Measurements> parts) {
     if (part.kernel != first.kernel) {
       throw InputError(fmt::format("{}: kernel {} differs from {} in {}; pass --kernel", part.source, part.kernel,
                                    first.kernel, first.source));
+    }
+    if (part.kv_dtype != first.kv_dtype) {
+      throw InputError(fmt::format("{}: KV dtype class {} differs from {} in {}; train one class's table on its "
+                                   "rows (--kv-dtype)",
+                                   part.source, to_string(part.kv_dtype), to_string(first.kv_dtype), first.source));
     }
     if (part.sm_count != first.sm_count) {
       throw InputError(fmt::format("{}: {} SMs ({}) differ from {} ({}) in {}", part.source, part.sm_count,
@@ -389,11 +443,14 @@ Measurements merge_measurements(std::vector<Measurements> parts) {
     for (const auto& [status, n] : part.counts.excluded) merged.counts.excluded[status] += n;
     merged.counts.superseded += part.counts.superseded;
     merged.counts.other_kernels += part.counts.other_kernels;
+    merged.counts.other_kv_dtypes += part.counts.other_kv_dtypes;
+    present.insert(part.kv_dtypes_present.begin(), part.kv_dtypes_present.end());
     merged.counts.policy_rows += part.counts.policy_rows;
     merged.counts.shapes += part.counts.shapes;
     merged.counts.shapes_without_ok_rows += part.counts.shapes_without_ok_rows;
   }
   merged.sha256 = tuner::sha256_hex(digests);
+  merged.kv_dtypes_present.assign(present.begin(), present.end());
   std::sort(merged.shapes.begin(), merged.shapes.end(), [](const MeasuredShape& a, const MeasuredShape& b) {
     return shape_less(a.point, b.point);
   });

@@ -14,12 +14,12 @@ namespace {
 
 // Everything that makes a shape except its layout: the rows of the layout comparison.
 auto layout_free_key(const tuner::SweepPoint& p) {
-  return std::make_tuple(int(p.dtype), p.head_dim, p.num_heads, p.num_kv_heads, p.batch, p.context_len,
+  return std::make_tuple(int(p.dtype), int(p.kv_dtype), p.head_dim, p.num_heads, p.num_kv_heads, p.batch, p.context_len,
                          p.cache_capacity, tuner::to_string(p.length_distribution));
 }
 // ... and everything except the capacity: the pairs of the capacity scenario.
 auto capacity_free_key(const tuner::SweepPoint& p) {
-  return std::make_tuple(p.page_size, int(p.dtype), p.head_dim, p.num_heads, p.num_kv_heads, p.batch,
+  return std::make_tuple(p.page_size, int(p.dtype), int(p.kv_dtype), p.head_dim, p.num_heads, p.num_kv_heads, p.batch,
                          p.context_len, tuner::to_string(p.length_distribution));
 }
 
@@ -62,7 +62,7 @@ std::string ratio(double v) { return fmt::format("{:.4f}", v); }
 std::string ratio(const std::optional<double>& v) { return v ? ratio(*v) : std::string(); }
 
 std::string shape_columns(const tuner::SweepPoint& p) {
-  return fmt::format("{},{},{},{},{},{},{}", tuner::to_string(p.dtype), p.batch, p.num_heads, p.num_kv_heads,
+  return fmt::format("{},{},{},{},{},{},{}", tuner::to_string(p.element_types()), p.batch, p.num_heads, p.num_kv_heads,
                      p.head_dim, p.context_len, p.cache_capacity);
 }
 

@@ -34,9 +34,10 @@ const PeerKernel* find_peer_kernel(std::string_view kernel) {
 
 bool is_own_kernel(std::string_view kernel) { return kernel.empty() || kernel == "splitkv"; }
 
-std::string table_short_name(std::string_view kernel, const std::string& gpu_short_name) {
-  if (is_own_kernel(kernel)) return gpu_short_name;
-  return short_gpu_name(kernel) + "_" + gpu_short_name;
+std::string table_short_name(std::string_view kernel, const std::string& gpu_short_name, KvDtypeClass kv_dtype) {
+  const std::string cache = kv_dtype == KvDtypeClass::fp8_e4m3 ? "fp8_" : "";
+  if (is_own_kernel(kernel)) return cache + gpu_short_name;
+  return short_gpu_name(kernel) + "_" + cache + gpu_short_name;
 }
 
 std::string kernel_argument(std::string_view kernel) {

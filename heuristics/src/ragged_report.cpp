@@ -196,7 +196,7 @@ std::string ragged_points_csv(const RaggedEvaluation& e) {
     const ShapeResult& r = e.host.shapes[i];
     const tuner::SweepPoint& p = r.shape.point;
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}", p.shape_key(), tuner::to_string(p.layout),
-                       p.page_size, tuner::to_string(p.dtype), p.batch, p.num_heads, p.num_kv_heads, p.head_dim,
+                       p.page_size, tuner::to_string(p.element_types()), p.batch, p.num_heads, p.num_kv_heads, p.head_dim,
                        p.context_len, p.cache_capacity, tuner::to_string(p.length_distribution),
                        is_capacity_scenario(p) ? 1 : 0, r.oracle.fastest_splits, r.oracle.fastest_time_us);
     for (std::size_t k = 0; k < e.host.policies.size(); ++k) {

@@ -73,7 +73,7 @@ std::vector<CrossValidationScheme> default_cross_validation_schemes() {
 
 std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shapes,
                                          const CrossValidationScheme& scheme, int num_sms,
-                                         const FitOptions& options) {
+                                         const FitOptions& options, const std::vector<Policy>& more_tables) {
   std::map<int, std::vector<std::size_t>> folds;
   for (std::size_t i = 0; i < shapes.size(); ++i) folds[scheme.fold_key(shapes[i])].push_back(i);
   if (folds.size() < 2) return std::nullopt;
@@ -101,7 +101,9 @@ std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shape
     FitOptions fold_options = options;
     fold_options.diagnose_dtypes = false;  // only the tables matter for held-out regret
     const FittedHeuristic fit = fit_heuristic(training, fold_options);
-    const std::vector<Policy> policies = all_policies(fit, num_sms, shapes.front().kernel);
+    std::vector<Policy> tables = table_policies(fit);
+    tables.insert(tables.end(), more_tables.begin(), more_tables.end());
+    const std::vector<Policy> policies = all_policies(std::move(tables), num_sms, shapes.front().kernel);
     for (std::size_t i : held_out) {
       ShapeResult r{shapes[i], oracle_choice(shapes[i]), std::vector<PolicyOutcome>(policies.size())};
       for (std::size_t k = 0; k < policies.size(); ++k) {
@@ -258,7 +260,7 @@ std::string regret_points_csv(const std::vector<Evaluation>& evaluations) {
     for (const ShapeResult& r : e.shapes) {
       const tuner::SweepPoint& p = r.shape.point;
       out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f}", e.dataset, r.shape.kernel,
-                         tuner::to_string(p.layout), p.page_size, tuner::to_string(p.dtype), p.batch, p.num_heads,
+                         tuner::to_string(p.layout), p.page_size, tuner::to_string(p.element_types()), p.batch, p.num_heads,
                          p.num_kv_heads, p.head_dim, p.context_len, p.cache_capacity, r.shape.timings.size(),
                          r.oracle.fastest_splits, r.oracle.fastest_time_us);
       if (!oracle_is_a_policy) out += fmt::format(",{},{:.3f}", r.oracle.num_splits, r.oracle.time_us);
@@ -334,6 +336,33 @@ std::string peer_section(const PeerKernel& peer, const std::vector<Evaluation>& 
                                  peer.headline_policy);
 }
 
+// With a reused 16-bit table: the table of these rows' cache against it, where both were scored.
+std::string reused_table_section(const std::vector<Evaluation>& evaluations, const std::vector<RegretSummaryRow>& rows,
+                                 const ReportContext& c) {
+  const std::string reused = "reused_16bit_table";
+  std::string out;
+  for (const Evaluation& e : evaluations) {
+    for (const std::string& subset : {std::string("all"), std::string("capacity_gt_length")}) {
+      const RegretSummaryRow* ours = find_row(rows, e.dataset, subset, "ours");
+      const RegretSummaryRow* theirs = find_row(rows, e.dataset, subset, reused);
+      if (ours == nullptr || theirs == nullptr) continue;
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {}x |\n", e.dataset, subset, theirs->stats.shapes,
+                         ratio(ours->stats.geomean), ratio(ours->stats.p95), ratio(theirs->stats.geomean),
+                         ratio(theirs->stats.p95), ratio(theirs->stats.ours_speedup));
+    }
+  }
+  if (out.empty()) return out;
+  return fmt::format(
+             "\n## The {0} table against the 16-bit table reused\n\n"
+             "Both on the `{0}` rows: `ours` at the count of the table for this cache, `{1}` at the count the "
+             "16-bit (bf16/fp16) table picks unchanged. *Speedup* = geomean over the shapes of `{1}`'s time / "
+             "ours' time: what a table of its own gains over reusing the 16-bit one.\n\n"
+             "| dataset | subset | shapes | ours | ours p95 | {1} | {1} p95 | speedup of ours |\n"
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+             to_string(c.kv_dtype), reused) +
+         out;
+}
+
 }  // namespace
 
 std::string regret_markdown(const std::vector<Evaluation>& evaluations, const std::vector<RegretSummaryRow>& rows,
@@ -345,6 +374,10 @@ std::string regret_markdown(const std::vector<Evaluation>& evaluations, const st
       "Training data: `{train}` (sha256 `{train_sha}`).\n",
       fmt::arg("gpu", c.gpu), fmt::arg("sms", c.sm_count), fmt::arg("kernel", c.kernel),
       fmt::arg("train", c.training_input), fmt::arg("train_sha", c.training_sha256));
+  // A 16-bit report says nothing about its cache, as the committed ones never did.
+  if (c.kv_dtype != KvDtypeClass::sixteen_bit) {
+    out += fmt::format("KV cache: `{}` (the rows of that class; `ours` is the table for it).\n", to_string(c.kv_dtype));
+  }
   if (!c.validation_input.empty()) {
     out += fmt::format("Validation data: `{}` (sha256 `{}`), never seen by the fit.\n", c.validation_input,
                        c.validation_sha256);
@@ -368,6 +401,7 @@ std::string regret_markdown(const std::vector<Evaluation>& evaluations, const st
         names, peer->title);
     out += peer_section(*peer, evaluations, rows);
   }
+  out += reused_table_section(evaluations, rows, c);
   if (!evaluations.empty()) {
     out += "\n## Policies\n\n| policy | what it does |\n| --- | --- |\n";
     for (std::size_t k = 0; k < evaluations.front().policies.size(); ++k) {
@@ -411,6 +445,10 @@ std::string fit_markdown(const FittedHeuristic& fit, const Measurements& m) {
       m.source_display, m.sha256, m.measured_at.empty() ? "" : ", measured " + m.measured_at, m.gpu, m.sm_count,
       m.sm_count_source, m.kernel, c.rows, c.ok, excluded.empty() ? "none" : excluded, c.superseded,
       c.other_kernels, c.shapes, c.shapes_without_ok_rows);
+  if (m.kv_dtype != KvDtypeClass::sixteen_bit || c.other_kv_dtypes > 0) {
+    out += fmt::format("- KV cache: `{}` rows fitted; {} ok rows of another KV dtype class ignored\n",
+                       to_string(m.kv_dtype), c.other_kv_dtypes);
+  }
 
   const FitNotes& n = fit.notes;
   out += "\n## Decisions taken from the data\n\n";

@@ -54,7 +54,7 @@ double synthetic_time_us(const tuner::SweepPoint& p, int sm_count) {
   const int splits = std::max(1, active_splits(p.context_len, p.num_splits));
   const int tiles_per_split = ceil_div(tiles, splits);
   const std::int64_t ctas = std::int64_t(p.batch) * p.num_kv_heads * splits;
-  const double tile_bytes = double(kTokensPerTile) * p.head_dim * 2 /*K and V*/ * 2 /*bytes*/;
+  const double tile_bytes = double(kTokensPerTile) * p.head_dim * 2 /*K and V*/ * p.kv_element_bytes();
   double page_factor = 1.0, page_latency_us = 0.0;
   if (p.layout == KvLayout::paged) {
     page_factor = p.page_size <= 16 ? 1.03 : 1.01;
@@ -79,7 +79,7 @@ double synthetic_time_us(const tuner::SweepPoint& p, int sm_count) {
 std::vector<tuner::ResultRow> synthetic_rows(const SyntheticGrid& g, const std::string& gpu, int sm_count) {
   std::vector<tuner::ResultRow> rows;
   for (const auto& [layout, page_size] : g.layouts) {
-    for (DType dtype : g.dtypes) {
+    for (const tuner::ElementTypes& types : g.dtypes) {
       for (const auto& [heads, kv_heads] : g.heads) {
         for (int head_dim : g.head_dims) {
           for (int batch : g.batches) {
@@ -92,7 +92,8 @@ std::vector<tuner::ResultRow> synthetic_rows(const SyntheticGrid& g, const std::
                   tuner::SweepPoint p;
                   p.layout = layout;
                   p.page_size = page_size;
-                  p.dtype = dtype;
+                  p.dtype = types.dtype;
+                  p.kv_dtype = types.kv_dtype;
                   p.batch = batch;
                   p.num_heads = heads;
                   p.num_kv_heads = kv_heads;

@@ -611,7 +611,7 @@ FittedHeuristic fit_heuristic(const std::vector<MeasuredShape>& shapes, const Fi
   std::set<std::string> dtypes;
   for (const MeasuredShape& s : shapes) {
     if (s.point.layout == KvLayout::paged) page_sizes.insert(s.point.page_size);
-    dtypes.insert(std::string(tuner::to_string(s.point.dtype)));
+    dtypes.insert(std::string(tuner::to_string(s.point.element_types())));
   }
   notes.page_sizes.assign(page_sizes.begin(), page_sizes.end());
   notes.dtypes.assign(dtypes.begin(), dtypes.end());
@@ -665,7 +665,7 @@ FittedHeuristic fit_heuristic(const std::vector<MeasuredShape>& shapes, const Fi
       std::vector<MeasuredShape> own;
       std::vector<OracleChoice> own_oracles;
       subset(shapes, oracles,
-             [&](const MeasuredShape& s) { return tuner::to_string(s.point.dtype) == dtype; }, own,
+             [&](const MeasuredShape& s) { return tuner::to_string(s.point.element_types()) == dtype; }, own,
              own_oracles);
       const SplitTable own_table = fit_split_table(own, own_oracles, LengthAxis::real_length, classes, chosen);
       notes.dtype_checks.push_back({dtype, int(own.size()),

@@ -17,12 +17,17 @@ inline constexpr int kSmCount = 132;
 inline constexpr const char* kShortName = "synthetic";
 
 // The model's rows as `kernel`'s: a peer's (peer_kernels.hpp) header offers that peer's call site.
-inline Measurements measurements(const std::string& kernel = "splitkv") {
+// With an fp8_e4m3 `kv_dtype` the rows are an e4m3 cache's, so that its header (kKvDtype, the
+// fp8_ namespace) is compiled and checked like the others.
+inline Measurements measurements(const std::string& kernel = "splitkv",
+                                 KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit) {
   LoadOptions options;
   options.sm_count = kSmCount;
   options.kernel = kernel;
+  SyntheticGrid grid = synthetic_training_grid();
+  if (kv_dtype == KvDtypeClass::fp8_e4m3) grid.dtypes = {{DType::bf16, KvDtype::fp8_e4m3}};
   std::string csv = tuner::format_results_header();
-  for (tuner::ResultRow row : synthetic_rows(synthetic_training_grid(), kGpuName, kSmCount)) {
+  for (tuner::ResultRow row : synthetic_rows(grid, kGpuName, kSmCount)) {
     row.kernel = kernel;
     csv += tuner::format_results_row(row);
   }
@@ -30,7 +35,8 @@ inline Measurements measurements(const std::string& kernel = "splitkv") {
 }
 
 inline std::string header(const Measurements& m, const FittedHeuristic& fit, const std::string& out_path) {
-  return emit_num_splits_header(fit, provenance_of(m, table_short_name(m.kernel, kShortName), out_path, "fixture"));
+  return emit_num_splits_header(
+      fit, provenance_of(m, table_short_name(m.kernel, kShortName, m.kv_dtype), out_path, "fixture"));
 }
 
 }  // namespace splitkv::heuristics::fixture

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "splitkv/fp8_e4m3.hpp"
 #include "splitkv/split_partition.hpp"
 
 namespace splitkv::reference {
@@ -39,13 +40,17 @@ void attend_range(const HostProblem& p, int b, int h, int begin, int end, double
   }
   const double* q = p.q.data() + q_offset(p, b, h);
   const int kv_head = h / p.group_size();
+  const bool fp8 = p.kv_dtype == KvDtype::fp8_e4m3;
+  const std::size_t descale_index = static_cast<std::size_t>(b) * p.num_kv_heads + kv_head;
+  const double k_descale = fp8 ? p.k_descale[descale_index] : 1.0;
+  const double v_descale = fp8 ? p.v_descale[descale_index] : 1.0;
   const double scale = p.scale();
 
   std::vector<double> scores(static_cast<std::size_t>(end - begin));
   for (int t = begin; t < end; ++t) {
     const double* k = p.k.data() + kv_offset(p, b, t, kv_head);
     double dot = 0.0;
-    for (int i = 0; i < d; ++i) dot += q[i] * k[i];
+    for (int i = 0; i < d; ++i) dot += q[i] * (k[i] * k_descale);
     scores[t - begin] = scale * dot;
   }
   // Subtracting the max keeps exp() in range for any scale; it cancels in the ratio and
@@ -56,7 +61,7 @@ void attend_range(const HostProblem& p, int b, int h, int begin, int end, double
     const double w = std::exp(scores[t - begin] - max_score);
     sum += w;
     const double* v = p.v.data() + kv_offset(p, b, t, kv_head);
-    for (int i = 0; i < d; ++i) out[i] += w * v[i];
+    for (int i = 0; i < d; ++i) out[i] += w * (v[i] * v_descale);
   }
   for (int i = 0; i < d; ++i) out[i] /= sum;
   *lse = max_score + std::log(sum);
@@ -102,6 +107,14 @@ void validate(const HostProblem& p) {
   if (p.seqlens.size() != static_cast<std::size_t>(p.batch)) {
     fail("seqlens must hold batch entries");
   }
+  if (p.kv_dtype == KvDtype::fp8_e4m3) {
+    const std::size_t descales = static_cast<std::size_t>(p.batch) * p.num_kv_heads;
+    if (p.k_descale.size() != descales || p.v_descale.size() != descales) {
+      fail("fp8 k_descale and v_descale must each hold batch * num_kv_heads values");
+    }
+  } else if (p.kv_dtype != KvDtype::same_as_q) {
+    fail("unknown kv_dtype");
+  }
   for (int b = 0; b < p.batch; ++b) {
     const int len = p.seqlens[b];
     if (len < 0 || len > p.capacity_tokens()) {
@@ -145,6 +158,7 @@ DecodeParams shape_params(const HostProblem& p) {
   params.num_pages = p.num_pages;
   params.num_splits = 1;
   params.softmax_scale = static_cast<float>(p.softmax_scale);
+  params.kv_dtype = p.kv_dtype;
   return params;
 }
 
@@ -304,6 +318,9 @@ HostProblem relayout(const HostProblem& src, KvLayout layout, int page_size, uin
   dst.num_kv_heads = src.num_kv_heads;
   dst.head_dim = src.head_dim;
   dst.softmax_scale = src.softmax_scale;
+  dst.kv_dtype = src.kv_dtype;
+  dst.k_descale = src.k_descale;
+  dst.v_descale = src.v_descale;
   dst.q = src.q;
   dst.seqlens = src.seqlens;
   const int capacity = std::max(1, src.capacity_tokens());
@@ -314,9 +331,14 @@ HostProblem relayout(const HostProblem& src, KvLayout layout, int page_size, uin
     dst.layout = KvLayout::contiguous;
     dst.cache_capacity = capacity;
   }
-  // Start from random values so slots past the real lengths are not copies of anything.
+  // Start from random values so slots past the real lengths are not copies of anything (for an
+  // fp8 cache, random e4m3 values, so the copy is an fp8 cache too).
   fill_uniform(dst.k, kv_elements(dst), rng);
   fill_uniform(dst.v, kv_elements(dst), rng);
+  if (dst.kv_dtype == KvDtype::fp8_e4m3) {
+    for (double& x : dst.k) x = e4m3_to_double(double_to_e4m3(x));
+    for (double& x : dst.v) x = e4m3_to_double(double_to_e4m3(x));
+  }
   for (int b = 0; b < src.batch; ++b) {
     for (int t = 0; t < src.seqlens[b]; ++t) {
       for (int h = 0; h < src.num_kv_heads; ++h) {
@@ -329,6 +351,33 @@ HostProblem relayout(const HostProblem& src, KvLayout layout, int page_size, uin
   }
   validate(dst);
   return dst;
+}
+
+Fp8Codes make_fp8_cache(HostProblem& p, uint64_t seed, double code_range, double descale_low,
+                        double descale_high) {
+  validate(p);
+  if (!(descale_low > 0.0) || !(descale_high >= descale_low)) fail("descales must be positive, low <= high");
+  std::mt19937_64 rng(seed);
+  Fp8Codes codes;
+  auto quantize = [&](std::vector<double>& values, std::vector<std::uint8_t>& out) {
+    out.resize(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      out[i] = double_to_e4m3(values[i] * code_range);
+      values[i] = e4m3_to_double(out[i]);
+    }
+  };
+  quantize(p.k, codes.k);
+  quantize(p.v, codes.v);
+  std::uniform_real_distribution<double> descale(descale_low, descale_high);
+  const std::size_t descales = static_cast<std::size_t>(p.batch) * p.num_kv_heads;
+  p.k_descale.resize(descales);
+  p.v_descale.resize(descales);
+  // Rounded to float: the device holds fp32 descales, and the reference must use the same ones.
+  for (double& x : p.k_descale) x = static_cast<float>(descale(rng));
+  for (double& x : p.v_descale) x = static_cast<float>(descale(rng));
+  p.kv_dtype = KvDtype::fp8_e4m3;
+  validate(p);
+  return codes;
 }
 
 }  // namespace splitkv::reference

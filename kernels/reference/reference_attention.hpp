@@ -32,8 +32,12 @@ struct HostProblem {
   int max_pages_per_seq = 0;  // paged only
   int num_pages = 0;          // paged only
   double softmax_scale = 0.0; // 0 means 1/sqrt(head_dim), as in DecodeParams
+  // fp8_e4m3: k and v hold the exact values of e4m3 codes, and token t of sequence b under kv
+  // head h means k * k_descale[b * num_kv_heads + h] (v likewise), as the kernel reads it.
+  KvDtype kv_dtype = KvDtype::same_as_q;
 
   std::vector<double> q, k, v;
+  std::vector<double> k_descale, v_descale;  // [batch, num_kv_heads], fp8_e4m3 only
   std::vector<int32_t> seqlens;
   std::vector<int32_t> block_table;
 
@@ -122,5 +126,14 @@ HostProblem random_problem(const ProblemShape& shape, uint64_t seed);
 // fresh random permutation drawn from seed. Slots past the real lengths are random.
 // page_size is ignored when converting to contiguous.
 HostProblem relayout(const HostProblem& p, KvLayout layout, int page_size, uint64_t seed);
+
+// Turns p's cache into an fp8 one: every k and v value (slots past the real lengths and spare pages
+// too) becomes the nearest e4m3 value of value * code_range (saturating), and the descales are
+// drawn uniform in [descale_low, descale_high] per (sequence, kv head). Returns the codes, in
+// p.k / p.v's order, for the device. Deterministic for a given seed.
+struct Fp8Codes {
+  std::vector<std::uint8_t> k, v;
+};
+Fp8Codes make_fp8_cache(HostProblem& p, uint64_t seed, double code_range, double descale_low, double descale_high);
 
 }  // namespace splitkv::reference

@@ -32,14 +32,15 @@ size_t splitkv_workspace_bytes(int batch, int num_heads, int head_dim, int num_s
       make_params(SPLITKV_LAYOUT_CONTIGUOUS, SPLITKV_DTYPE_BF16, batch, num_heads, 1, head_dim, num_splits));
 }
 
-int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int num_heads, int num_kv_heads,
-                                          int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
-                                          int num_pages, int num_splits, float softmax_scale, const void* q,
-                                          const void* k, const void* v, const int32_t* cache_seqlens,
-                                          const int32_t* block_table, void* out, float* lse, void* workspace,
-                                          const unsigned char* auto_splits_table,
-                                          const int32_t* splits_per_sequence, void* stream) {
+int splitkv_decode_attention_kv_dtype(int layout, int dtype, int kv_dtype, int batch, int num_heads, int num_kv_heads,
+                                      int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
+                                      int num_pages, int num_splits, float softmax_scale, const void* q,
+                                      const void* k, const void* v, const float* k_descale, const float* v_descale,
+                                      const int32_t* cache_seqlens, const int32_t* block_table, void* out,
+                                      float* lse, void* workspace, const unsigned char* auto_splits_table,
+                                      const int32_t* splits_per_sequence, void* stream) {
   splitkv::DecodeParams params = make_params(layout, dtype, batch, num_heads, num_kv_heads, head_dim, num_splits);
+  params.kv_dtype = static_cast<splitkv::KvDtype>(kv_dtype);
   params.cache_capacity = cache_capacity;
   params.page_size = page_size;
   params.max_pages_per_seq = max_pages_per_seq;
@@ -48,6 +49,8 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
   params.q = q;
   params.k = k;
   params.v = v;
+  params.k_descale = k_descale;
+  params.v_descale = v_descale;
   params.cache_seqlens = cache_seqlens;
   params.block_table = block_table;
   params.out = out;
@@ -57,6 +60,20 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
   params.per_sequence_splits = auto_splits_table != nullptr || splits_per_sequence != nullptr;
   params.auto_splits = reinterpret_cast<const splitkv::AutoSplitsTable*>(auto_splits_table);
   return static_cast<int>(splitkv::decode_attention(params, static_cast<cudaStream_t>(stream)));
+}
+
+int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int num_heads, int num_kv_heads,
+                                          int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
+                                          int num_pages, int num_splits, float softmax_scale, const void* q,
+                                          const void* k, const void* v, const int32_t* cache_seqlens,
+                                          const int32_t* block_table, void* out, float* lse, void* workspace,
+                                          const unsigned char* auto_splits_table,
+                                          const int32_t* splits_per_sequence, void* stream) {
+  return splitkv_decode_attention_kv_dtype(layout, dtype, SPLITKV_KV_DTYPE_SAME_AS_Q, batch, num_heads, num_kv_heads,
+                                           head_dim, cache_capacity, page_size, max_pages_per_seq, num_pages,
+                                           num_splits, softmax_scale, q, k, v, nullptr, nullptr, cache_seqlens,
+                                           block_table, out, lse, workspace, auto_splits_table, splits_per_sequence,
+                                           stream);
 }
 
 int splitkv_decode_attention(int layout, int dtype, int batch, int num_heads, int num_kv_heads, int head_dim,

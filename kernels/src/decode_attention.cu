@@ -3,277 +3,40 @@
 #include "splitkv/decode_attention.hpp"
 
 #include <cmath>
-#include <algorithm>
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <string>
 #include <utility>
 
-#include "splitkv/kernels/combine_splits.cuh"
-#include "splitkv/kernels/decode_split_kv.cuh"
-#include "splitkv/kernels/decode_unpacked_gqa.cuh"
+#include "decode_launch.cuh"
 
 namespace splitkv {
-namespace {
+namespace detail {
 
+namespace {
 thread_local std::string last_message;
+}  // namespace
 
 Status fail(Status status, std::string message) {
   last_message = std::move(message);
   return status;
 }
 
-bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
-bool is_aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
-
-int log2_exact(int x) {
-  int shift = 0;
-  while ((1 << shift) < x) ++shift;
-  return shift;
+cudaError_t launch_combine_for(const DecodeParams& params, const kernels::DecodeKernelArgs& args, bool auto_table,
+                               cudaStream_t stream) {
+  auto for_head_dim = [&](auto element) {
+    using Element = decltype(element);
+    switch (params.head_dim) {
+      case 64: return auto_table ? launch_combine<Element, 64, true>(params, args, stream)
+                                 : launch_combine<Element, 64, false>(params, args, stream);
+      case 128: return auto_table ? launch_combine<Element, 128, true>(params, args, stream)
+                                  : launch_combine<Element, 128, false>(params, args, stream);
+      default: return auto_table ? launch_combine<Element, 256, true>(params, args, stream)
+                                 : launch_combine<Element, 256, false>(params, args, stream);
+    }
+  };
+  return params.dtype == DType::bf16 ? for_head_dim(__nv_bfloat16{}) : for_head_dim(__half{});
 }
 
-// Raising the dynamic shared-memory limit is per function and per device; only ever raised, so a
-// launch that asks less than an earlier one finds the limit already high enough.
-cudaError_t allow_shared_memory(const void* kernel, int bytes) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, const void*>, int> allowed;
-  int device = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return error;
-  std::lock_guard<std::mutex> lock(mutex);
-  int& limit = allowed[{device, kernel}];
-  if (bytes <= limit) return cudaSuccess;
-  error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (error == cudaSuccess) limit = bytes;
-  return error;
-}
-
-// CTAs of `kernel` that fit on the whole device at once (the persistent grid). Asked once per
-// device, kernel and shared-memory size: the occupancy query costs microseconds of host time.
-cudaError_t resident_ctas(const void* kernel, int shared_bytes, int* ctas) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, const void*, int>, int> known;
-  int device = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return error;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(device, kernel, shared_bytes);
-  if (auto found = known.find(key); found != known.end()) {
-    *ctas = found->second;
-    return cudaSuccess;
-  }
-  int per_sm = 0, sms = 0;
-  error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kernels::kThreadsPerCta, shared_bytes);
-  if (error == cudaSuccess) error = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (error != cudaSuccess) return error;
-  *ctas = known[key] = per_sm * sms;
-  return cudaSuccess;
-}
-
-// An attribute of the current device, asked once per device and attribute: the query costs host time
-// on every call otherwise.
-cudaError_t device_attribute(cudaDeviceAttr attribute, int* value) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, cudaDeviceAttr>, int> known;
-  int device = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return error;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto found = known.find({device, attribute}); found != known.end()) {
-    *value = found->second;
-    return cudaSuccess;
-  }
-  error = cudaDeviceGetAttribute(value, attribute, device);
-  if (error == cudaSuccess) known[{device, attribute}] = *value;
-  return error;
-}
-
-// The most dynamic shared memory one CTA may ask for on the current device.
-cudaError_t shared_memory_per_cta(int* bytes) {
-  return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, bytes);
-}
-
-// Speculative prefetch before the grid dependency wait: at most this many tiles per work item,
-// and what all resident items prefetch stays within this share of L2, so it does not evict what
-// the previous kernel, still running, reads.
-constexpr int kPrefetchTileCap = 8;
-constexpr int kPrefetchL2Percent = 25;
-
-// Fills args.prefetch_tiles / prefetch_ctas for a launch with `items_in_flight` work items resident
-// at once, of which CTAs below `prefetch_ctas` prefetch.
-cudaError_t plan_speculative_prefetch(const DecodeParams& params, long long items_in_flight, int prefetch_ctas,
-                                      kernels::DecodeKernelArgs& args) {
-  args.prefetch_tiles = 0;
-  args.prefetch_ctas = 0;
-  if (params.layout != KvLayout::contiguous) return cudaSuccess;
-  int l2_bytes = 0;
-  const cudaError_t error = device_attribute(cudaDevAttrL2CacheSize, &l2_bytes);
-  if (error != cudaSuccess) return error;
-  const long long tile_bytes = 2LL * kTokensPerTile * params.head_dim * 2;  // K and V, 2-byte elements
-  const long long fit = static_cast<long long>(l2_bytes) * kPrefetchL2Percent / 100 /
-                        (std::max(items_in_flight, 1LL) * tile_bytes);
-  args.prefetch_tiles = static_cast<int>(std::min<long long>(kPrefetchTileCap, fit));
-  args.prefetch_ctas = prefetch_ctas;
-  return cudaSuccess;
-}
-
-// Programmatic dependent launch needs sm_90; older devices get plain stream order.
-bool supports_programmatic_launch() {
-  int major = 0;
-  return device_attribute(cudaDevAttrComputeCapabilityMajor, &major) == cudaSuccess && major >= 9;
-}
-
-template <typename... KernelArgs, typename... Args>
-cudaError_t launch_kernel(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, int shared_bytes,
-                          cudaStream_t stream, Args&&... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = static_cast<std::size_t>(shared_bytes);
-  config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  if (supports_programmatic_launch()) {
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-}
-
-// The auto table as the auto kernels take it (nothing for the others).
-template <bool kAuto>
-kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params) {
-  kernels::AutoTableArgument<kAuto> argument{};
-  if constexpr (kAuto) {
-    argument.table = params.auto_splits;
-    argument.launch_batch_row = auto_batch_class(params.batch);
-  }
-  return argument;
-}
-
-// Per-sequence split counts on the persistent grid: as many warp groups per CTA as one-item CTAs
-// fit on an SM (one CTA per SM, so the first items land on distinct SMs), each group one work item
-// in flight; at most the resident CTAs, never more CTAs than the largest possible number of items.
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
-cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
-                              cudaStream_t stream) {
-  constexpr int kWarpGroups = kernels::persistent_warp_groups<kHeadDim>();
-  constexpr auto kernel = &kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto, kWarpGroups>;
-  const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(kWarpGroups, params.batch);
-  cudaError_t error = allow_shared_memory(reinterpret_cast<const void*>(kernel),
-                                          kernels::persistent_shared_bytes<kHeadDim>(kWarpGroups, kMaxPersistentBatch));
-  int resident = 0;
-  if (error == cudaSuccess) error = resident_ctas(reinterpret_cast<const void*>(kernel), shared_bytes, &resident);
-  if (error != cudaSuccess) return error;
-  const long long most_items = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-  const int grid = static_cast<int>(std::min<long long>(most_items, std::max(resident, 1)));
-  kernels::DecodeKernelArgs launched = args;
-  error = plan_speculative_prefetch(params, static_cast<long long>(grid) * kWarpGroups, grid, launched);
-  if (error != cudaSuccess) return error;
-  return launch_kernel(kernel, dim3(grid), dim3(kernels::kThreadsPerCta * kWarpGroups), shared_bytes, stream, launched,
-                       auto_table_argument<kAuto>(params));
-}
-
-// Whether the persistent CTA (its warp groups, the largest batch's item offsets and the decision's
-// arrays) fits the current device's shared memory per CTA. Where it does not (devices before
-// sm_90), the CTA-per-item grid serves the same calls.
-template <int kHeadDim>
-cudaError_t persistent_grid_fits(bool* fits) {
-  int per_cta_bytes = 0;
-  const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
-  if (error != cudaSuccess) return error;
-  const int static_bytes = 2048;  // the decision's and the scan's __shared__ arrays, with room
-  *fits = kernels::persistent_shared_bytes<kHeadDim>(kernels::persistent_warp_groups<kHeadDim>(), kMaxPersistentBatch) +
-              static_bytes <=
-          per_cta_bytes;
-  return cudaSuccess;
-}
-
-// One CTA per possible work item: grid (batch x kv_heads, num_splits).
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
-cudaError_t launch_grid(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
-  const int shared_bytes = kernels::decode_shared_bytes<kHeadDim>();
-  const void* kernel = reinterpret_cast<const void*>(&kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>);
-  const long long ctas = static_cast<long long>(params.batch) * params.num_kv_heads * params.num_splits;
-  cudaError_t error = allow_shared_memory(kernel, shared_bytes);
-  // Only the CTAs that can be resident at the launch (the first wave) can run ahead of the wait;
-  // a later one would only put the length's round trip before its own loads.
-  int resident = 0;
-  if (error == cudaSuccess) error = resident_ctas(kernel, shared_bytes, &resident);
-  if (error != cudaSuccess) return error;
-  kernels::DecodeKernelArgs launched = args;
-  launched.early_ctas = resident;
-  error = plan_speculative_prefetch(params, std::min<long long>(ctas, resident), resident, launched);
-  if (error != cudaSuccess) return error;
-  return launch_kernel(kernels::decode_split_kv_kernel<Element, kHeadDim, kPaged, kAuto>,
-                       dim3(params.batch * params.num_kv_heads, params.num_splits), dim3(kernels::kThreadsPerCta),
-                       shared_bytes, stream, launched, auto_table_argument<kAuto>(params));
-}
-
-template <typename Element, int kHeadDim, bool kAuto>
-cudaError_t launch_combine(const DecodeParams& params, const kernels::DecodeKernelArgs& args, cudaStream_t stream) {
-  const int rows = params.batch * params.num_heads;
-  return launch_kernel(kernels::combine_splits_kernel<Element, kHeadDim, kAuto>,
-                       dim3(ceil_div(rows, kernels::kCombineRowsPerCta)), dim3(kernels::kCombineRowsPerCta * 32), 0,
-                       stream, args, rows, auto_table_argument<kAuto>(params));
-}
-
-template <typename Element, int kHeadDim, bool kPaged>
-Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
-              cudaStream_t stream) {
-  const bool auto_table = params.per_sequence_splits && params.splits_per_sequence == nullptr;
-  const bool per_sequence = auto_table || params.splits_per_sequence != nullptr;
-  if (auto_table && kernel != DecodeKernel::packed_gqa)
-    return fail(Status::unsupported, "num_splits = auto (per_sequence_splits with auto_splits) runs on the "
-                                     "packed_gqa kernel only");
-  bool persistent = kernel == DecodeKernel::packed_gqa && per_sequence && params.batch <= kMaxPersistentBatch;
-  cudaError_t error = persistent ? persistent_grid_fits<kHeadDim>(&persistent) : cudaSuccess;
-  if (error != cudaSuccess)
-    return fail(Status::cuda_error, std::string("shared memory per CTA: ") + cudaGetErrorString(error));
-  if (persistent) {
-    error = auto_table ? launch_persistent<Element, kHeadDim, kPaged, true>(params, args, stream)
-                       : launch_persistent<Element, kHeadDim, kPaged, false>(params, args, stream);
-  } else if (kernel == DecodeKernel::packed_gqa) {
-    error = auto_table ? launch_grid<Element, kHeadDim, kPaged, true>(params, args, stream)
-                       : launch_grid<Element, kHeadDim, kPaged, false>(params, args, stream);
-  } else {
-    const dim3 grid(params.batch * params.num_heads, params.num_splits);
-    error = launch_kernel(kernels::decode_unpacked_gqa_kernel<Element, kHeadDim, kPaged>, grid,
-                          dim3(kernels::kThreadsPerCta), 0, stream, args);
-  }
-  if (error != cudaSuccess)
-    return fail(Status::cuda_error, std::string("split kernel launch: ") + cudaGetErrorString(error));
-
-  if (params.num_splits > 1) {
-    error = auto_table ? launch_combine<Element, kHeadDim, true>(params, args, stream)
-                       : launch_combine<Element, kHeadDim, false>(params, args, stream);
-    if (error != cudaSuccess)
-      return fail(Status::cuda_error, std::string("combine kernel launch: ") + cudaGetErrorString(error));
-  }
-  return Status::ok;
-}
-
-template <typename Element, int kHeadDim>
-Status dispatch_layout(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
-                       cudaStream_t stream) {
-  return params.layout == KvLayout::paged ? launch<Element, kHeadDim, true>(params, args, kernel, stream)
-                                          : launch<Element, kHeadDim, false>(params, args, kernel, stream);
-}
-
-template <typename Element>
-Status dispatch_head_dim(const DecodeParams& params, const kernels::DecodeKernelArgs& args, DecodeKernel kernel,
-                         cudaStream_t stream) {
-  switch (params.head_dim) {
-    case 64: return dispatch_layout<Element, 64>(params, args, kernel, stream);
-    case 128: return dispatch_layout<Element, 128>(params, args, kernel, stream);
-    case 256: return dispatch_layout<Element, 256>(params, args, kernel, stream);
-    default: return fail(Status::unsupported, "head_dim must be 64, 128 or 256");
-  }
-}
-
-}  // namespace
+}  // namespace detail
 
 Status validate(const DecodeParams& p, std::string* message) {
   auto reject = [&](Status status, const std::string& text) {
@@ -293,6 +56,19 @@ Status validate(const DecodeParams& p, std::string* message) {
     return reject(Status::unsupported, "head_dim must be 64, 128 or 256, got " + std::to_string(p.head_dim));
   if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
     return reject(Status::unsupported, "dtype must be bf16 or fp16");
+  if (p.kv_dtype != KvDtype::same_as_q && p.kv_dtype != KvDtype::fp8_e4m3)
+    return reject(Status::unsupported, "kv_dtype must be same_as_q or fp8_e4m3");
+  if (p.kv_dtype == KvDtype::fp8_e4m3) {
+    if (p.k_descale == nullptr || p.v_descale == nullptr)
+      return reject(Status::invalid_argument, std::string(p.k_descale == nullptr ? "k_descale" : "v_descale") +
+                                                  " is null; an fp8_e4m3 cache needs k_descale and v_descale "
+                                                  "([batch, num_kv_heads] fp32, device memory)");
+    if (reinterpret_cast<uintptr_t>(p.k_descale) % 4 != 0 || reinterpret_cast<uintptr_t>(p.v_descale) % 4 != 0)
+      return reject(Status::invalid_argument, "k_descale and v_descale must be 4-byte aligned");
+  } else if (p.k_descale != nullptr || p.v_descale != nullptr) {
+    // A caller that passes descales but forgot kv_dtype would otherwise read fp8 codes as bf16.
+    return reject(Status::invalid_argument, "k_descale / v_descale are given but kv_dtype is not fp8_e4m3");
+  }
   if (p.num_splits < 1 || p.num_splits > kMaxSplits)
     return reject(Status::invalid_argument, "num_splits must be in [1, " + std::to_string(kMaxSplits) + "], got " +
                                                 std::to_string(p.num_splits));
@@ -385,13 +161,16 @@ Status decode_attention(const DecodeParams& params, DecodeKernel kernel, cudaStr
   args.splits_per_sequence = params.splits_per_sequence;
   const float scale = params.softmax_scale > 0.f ? params.softmax_scale : 1.f / std::sqrt(float(params.head_dim));
   args.scale_log2 = scale * 1.4426950408889634f;
+  args.k_descale = params.k_descale;
+  args.v_descale = params.v_descale;
 
   if (kernel != DecodeKernel::packed_gqa && kernel != DecodeKernel::unpacked_gqa)
     return fail(Status::invalid_argument, "unknown decode kernel");
-  return params.dtype == DType::bf16 ? dispatch_head_dim<__nv_bfloat16>(params, args, kernel, stream)
-                                     : dispatch_head_dim<__half>(params, args, kernel, stream);
+  if (params.kv_dtype == KvDtype::fp8_e4m3) return detail::dispatch_fp8_cache(params, args, kernel, stream);
+  return params.dtype == DType::bf16 ? dispatch_head_dim<__nv_bfloat16, false>(params, args, kernel, stream)
+                                     : dispatch_head_dim<__half, false>(params, args, kernel, stream);
 }
 
-const char* last_error_message() { return last_message.c_str(); }
+const char* last_error_message() { return detail::last_message.c_str(); }
 
 }  // namespace splitkv

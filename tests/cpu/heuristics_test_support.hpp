@@ -62,6 +62,17 @@ inline MeasuredShape shape_with(const std::vector<std::pair<int, double>>& timin
   return shape;
 }
 
+// The message of the InputError `f` throws; empty when it throws none.
+template <class F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // The summary row of one subset and policy (the rows of one dataset); throws when there is none.
 inline const RegretSummaryRow& row_for(const std::vector<RegretSummaryRow>& rows, const std::string& subset,
                                        const std::string& policy) {

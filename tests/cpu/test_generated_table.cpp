@@ -9,8 +9,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "heuristics_test_support.hpp"
 #include "splitkv/heuristics/fit_pipeline.hpp"
 #include "splitkv/heuristics/measurements.hpp"
+#include "splitkv/heuristics/synthetic_results.hpp"
 #include "splitkv/num_splits.hpp"
 #include "splitkv/tuner/fault_kernel.hpp"
 #include "tuner_test_support.hpp"
@@ -27,16 +29,7 @@ const std::string kSource = SPLITKV_SOURCE_DIR;
 const std::string kCommittedHeader = kSource + "/heuristics/generated/num_splits_h200.hpp";
 const std::string kCommittedCsv = kSource + "/results/h200/full.csv";
 
-// The message of the InputError `f` throws; empty when it throws none.
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::input_error;
 
 // The committed header with line `line` (1-based) replaced, or cut after it when `replacement` is null.
 std::string edited_header(int line, const char* replacement) {
@@ -171,6 +164,65 @@ TEST(GeneratedTable, APeerHeaderCarriesItsKernelsOccupancy) {
   ASSERT_EQ(a.summary.size(), b.summary.size());
   for (std::size_t i = 0; i < a.summary.size(); ++i) {
     EXPECT_DOUBLE_EQ(a.summary[i].stats.geomean, b.summary[i].stats.geomean) << a.summary[i].policy;
+  }
+}
+
+// An fp8 header written by the fit, for the tests that read one back.
+std::string write_fp8_header(const ScopedTempDir& dir) {
+  SyntheticGrid grid = synthetic_training_grid();
+  grid.head_dims = {128};
+  grid.batches = {1, 4, 16, 64};
+  grid.dtypes = {{DType::bf16, KvDtype::fp8_e4m3}};
+  const std::string csv = dir.file("fp8.csv");
+  write_text(csv, synthetic_results_csv(grid));
+  FitRequest request;
+  request.results_csv = csv;
+  request.header_path = dir.file("num_splits_fp8_h200.hpp");
+  request.cross_validate = false;
+  const FitProducts p = run_fit(request);
+  write_text(p.header_path, p.header_text);
+  return p.header_path;
+}
+
+TEST(GeneratedTable, KvDtypeIsReadBack) {
+  ScopedTempDir dir;
+  const std::string path = write_fp8_header(dir);
+  const GeneratedHeader h = read_generated_header(path);
+  EXPECT_EQ(h.short_name, "fp8_h200");
+  EXPECT_EQ(h.kv_dtype, KvDtypeClass::fp8_e4m3);
+  // Its waves are the fp8 kernel's: the guard's slots say so, and the header reads back as fitted.
+  EXPECT_TRUE(contains(read_text(path), "slots = head_dim <= 128 ? 4LL * kSmCount : 2LL * kSmCount;"));
+  EXPECT_EQ(h.real_length.occupancy, kFp8KernelOccupancy);
+  FitRequest fitted;
+  fitted.results_csv = dir.file("fp8.csv");
+  fitted.cross_validate = false;
+  FitRequest given = fitted;
+  given.table = load_given_table(path);
+  const FitProducts a = run_fit(fitted);
+  const FitProducts b = run_fit(given);
+  EXPECT_EQ(a.fit.real_length.occupancy, kFp8KernelOccupancy);
+  ASSERT_EQ(a.summary.size(), b.summary.size());
+  for (std::size_t i = 0; i < a.summary.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a.summary[i].stats.geomean, b.summary[i].stats.geomean) << a.summary[i].policy;
+  }
+  EXPECT_EQ(load_given_table(path).kv_dtype, KvDtypeClass::fp8_e4m3);
+  EXPECT_EQ(read_generated_header(kCommittedHeader).kv_dtype, KvDtypeClass::sixteen_bit);  // names none
+  EXPECT_EQ(load_given_table("h200").kv_dtype, KvDtypeClass::sixteen_bit);
+
+  // Only a class other than the default is spelled out, and only one this build knows.
+  const std::string text = read_text(path);
+  const std::string constant = "inline constexpr char kKvDtype[] = \"fp8_e4m3\";";
+  ASSERT_TRUE(contains(text, constant));
+  int line = 1;
+  for (std::size_t i = 0; i < text.find(constant); ++i) line += text[i] == '\n' ? 1 : 0;
+  for (const char* bad : {"int4", "16bit"}) {
+    std::string edited = text;
+    edited.replace(edited.find(constant), constant.size(),
+                   fmt::format("inline constexpr char kKvDtype[] = \"{}\";", bad));
+    write_text(path, edited);
+    const std::string message = input_error([&] { read_generated_header(path); });
+    EXPECT_TRUE(contains(message, fmt::format("num_splits_fp8_h200.hpp:{}: kKvDtype \"{}\" is not", line, bad)))
+        << message;
   }
 }
 

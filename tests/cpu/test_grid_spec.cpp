@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -101,9 +103,9 @@ TEST(GridSpec, BlocksInheritTopLevelAxesAndOverrideThem) {
   const GridSpec spec = parse_grid(grid.dump(), "g");
   ASSERT_EQ(spec.blocks.size(), 2u);
   EXPECT_EQ(spec.blocks[0].path, "blocks[0]");
-  EXPECT_EQ(spec.blocks[0].dtypes.values, (std::vector<DType>{DType::bf16}));
+  EXPECT_EQ(spec.blocks[0].dtypes.values, (std::vector<ElementTypes>{{DType::bf16, KvDtype::same_as_q}}));
   EXPECT_EQ(spec.blocks[0].batch.path, "batch");
-  EXPECT_EQ(spec.blocks[1].dtypes.values, (std::vector<DType>{DType::fp16}));
+  EXPECT_EQ(spec.blocks[1].dtypes.values, (std::vector<ElementTypes>{{DType::fp16, KvDtype::same_as_q}}));
   EXPECT_EQ(spec.blocks[1].batch.values, (std::vector<int>{4}));
   EXPECT_EQ(spec.blocks[1].batch.path, "blocks[1].batch");
   EXPECT_EQ(spec.blocks[1].heads.values.size(), 1u);  // inherited
@@ -150,7 +152,7 @@ TEST(GridSpec, WrongTypesNameTheirPath) {
 
   grid = minimal_grid();
   grid["dtypes"] = json::parse(R"(["bf16", "fp8"])");
-  EXPECT_EQ(error_for(grid), "g.json: dtypes[1]: unknown dtype \"fp8\" (expected bf16 or fp16)");
+  EXPECT_EQ(error_for(grid), "g.json: dtypes[1]: unknown dtype \"fp8\" (expected bf16, fp16 or fp8_e4m3)");
 
   grid = minimal_grid();
   grid["blocks"] = json::parse(R"([{"heads": [[32, 8], [16, true]]}])");
@@ -323,60 +325,97 @@ std::string shipped_grid(const std::string& name) {
 }
 
 TEST(ShippedGrids, AllParse) {
-  for (const char* name : {"quick", "full", "validation"}) {
+  for (const char* name : {"quick", "full", "validation", "fp8", "fp8_validation"}) {
     EXPECT_NO_THROW(load_grid_file(shipped_grid(name))) << name;
   }
 }
 
-TEST(ShippedGrids, FullCoversTheTrainingAxesTheIssueAsksFor) {
-  const GridSpec full = load_grid_file(shipped_grid("full"));
-  std::set<int> batches, head_dims, contexts, pages;
+// What a training grid covers, over all its blocks.
+struct TrainingAxes {
+  std::set<int> batches, head_dims, contexts, pages, splits;
   std::set<std::pair<int, int>> heads;
-  std::set<DType> dtypes;
-  std::set<int> splits;
-  bool capacity_x1 = false, capacity_131072 = false, contiguous = false;
-  for (const GridBlock& block : full.blocks) {
-    batches.insert(block.batch.values.begin(), block.batch.values.end());
-    head_dims.insert(block.head_dim.values.begin(), block.head_dim.values.end());
-    contexts.insert(block.context_len.values.begin(), block.context_len.values.end());
-    splits.insert(block.num_splits.values.begin(), block.num_splits.values.end());
-    dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
-    for (const auto& h : block.heads.values) heads.insert({h.num_heads, h.num_kv_heads});
+  std::set<ElementTypes> dtypes;
+  bool contiguous = false;
+  bool capacity_x1 = false;
+  std::set<int> contexts_in_131072_caches;
+};
+
+TrainingAxes training_axes(const GridSpec& grid) {
+  TrainingAxes a;
+  for (const GridBlock& block : grid.blocks) {
+    a.batches.insert(block.batch.values.begin(), block.batch.values.end());
+    a.head_dims.insert(block.head_dim.values.begin(), block.head_dim.values.end());
+    a.contexts.insert(block.context_len.values.begin(), block.context_len.values.end());
+    a.splits.insert(block.num_splits.values.begin(), block.num_splits.values.end());
+    a.dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
+    for (const auto& h : block.heads.values) a.heads.insert({h.num_heads, h.num_kv_heads});
     for (const auto& l : block.layouts.values) {
-      if (l.layout == KvLayout::paged) pages.insert(l.page_size);
-      if (l.layout == KvLayout::contiguous) contiguous = true;
+      if (l.layout == KvLayout::paged) a.pages.insert(l.page_size);
+      if (l.layout == KvLayout::contiguous) a.contiguous = true;
     }
     for (const auto& c : block.cache_capacity.values) {
-      capacity_x1 |= c.is_multiple() && c.multiple == 1;
-      capacity_131072 |= !c.is_multiple() && c.tokens == 131072;
+      a.capacity_x1 |= c.is_multiple() && c.multiple == 1;
+      if (!c.is_multiple() && c.tokens == 131072) {
+        a.contexts_in_131072_caches.insert(block.context_len.values.begin(), block.context_len.values.end());
+      }
     }
   }
-  EXPECT_EQ(*batches.begin(), 1);
-  EXPECT_EQ(*batches.rbegin(), 256);
-  EXPECT_EQ(head_dims, (std::set<int>{64, 128, 256}));
-  EXPECT_EQ(*contexts.begin(), 128);
-  EXPECT_EQ(*contexts.rbegin(), 131072);
-  EXPECT_TRUE(pages.count(16) && pages.count(64));
-  EXPECT_TRUE(contiguous);
-  EXPECT_TRUE(capacity_x1 && capacity_131072);
-  EXPECT_EQ(dtypes, (std::set<DType>{DType::bf16, DType::fp16}));
-  EXPECT_EQ(*splits.begin(), 1);
-  EXPECT_EQ(*splits.rbegin(), 128);
+  return a;
+}
+
+TEST(ShippedGrids, FullCoversTheTrainingAxesTheIssueAsksFor) {
+  const TrainingAxes full = training_axes(load_grid_file(shipped_grid("full")));
+  EXPECT_EQ(*full.batches.begin(), 1);
+  EXPECT_EQ(*full.batches.rbegin(), 256);
+  EXPECT_EQ(full.head_dims, (std::set<int>{64, 128, 256}));
+  EXPECT_EQ(*full.contexts.begin(), 128);
+  EXPECT_EQ(*full.contexts.rbegin(), 131072);
+  EXPECT_TRUE(full.pages.count(16) && full.pages.count(64));
+  EXPECT_TRUE(full.contiguous);
+  EXPECT_TRUE(full.capacity_x1 && !full.contexts_in_131072_caches.empty());
+  EXPECT_EQ(full.dtypes,
+            (std::set<ElementTypes>{{DType::bf16, KvDtype::same_as_q}, {DType::fp16, KvDtype::same_as_q}}));
+  EXPECT_EQ(*full.splits.begin(), 1);
+  EXPECT_EQ(*full.splits.rbegin(), 128);
   bool mha = false, gqa4 = false, gqa8 = false;
-  for (const auto& [h, kv] : heads) {
+  for (const auto& [h, kv] : full.heads) {
     mha |= h == kv;
     gqa4 |= h == 4 * kv;
     gqa8 |= h == 8 * kv;
   }
   EXPECT_TRUE(mha && gqa4 && gqa8);
-  EXPECT_GE(heads.size(), 4u);
+  EXPECT_GE(full.heads.size(), 4u);
 }
 
-// The validation sweep measures generalisation, so none of its batches, lengths, head
-// layouts or capacities may appear anywhere in the training grid.
-TEST(ShippedGrids, ValidationValuesAreDisjointFromFull) {
-  const GridSpec full = load_grid_file(shipped_grid("full"));
-  const GridSpec validation = load_grid_file(shipped_grid("validation"));
+// The fp8 table is fitted on fp8 rows alone (fit --kv-dtype fp8_e4m3), over the axes that
+// decide a split count: every head_dim, both layouts the engines use, the capacity case, the
+// CTA ladder and the split ladder up to 64.
+TEST(ShippedGrids, Fp8CoversTheTrainingAxes) {
+  const TrainingAxes fp8 = training_axes(load_grid_file(shipped_grid("fp8")));
+  EXPECT_EQ(fp8.dtypes, (std::set<ElementTypes>{{DType::bf16, KvDtype::fp8_e4m3}}));
+  EXPECT_EQ(*fp8.batches.begin(), 1);
+  EXPECT_EQ(*fp8.batches.rbegin(), 128);
+  EXPECT_GT(fp8.batches.size(), 8u);  // the powers of two and a ladder between them
+  EXPECT_EQ(fp8.head_dims, (std::set<int>{64, 128, 256}));
+  EXPECT_EQ(*fp8.contexts.begin(), 512);
+  EXPECT_EQ(*fp8.contexts.rbegin(), 65536);
+  EXPECT_EQ(fp8.pages, (std::set<int>{16}));
+  EXPECT_TRUE(fp8.contiguous);
+  ASSERT_FALSE(fp8.contexts_in_131072_caches.empty());
+  EXPECT_EQ(*fp8.contexts_in_131072_caches.begin(), 1024);
+  EXPECT_EQ(*fp8.contexts_in_131072_caches.rbegin(), 32768);
+  EXPECT_EQ(fp8.splits, (std::set<int>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}));
+  for (const auto& h : std::vector<std::pair<int, int>>{{32, 8}, {32, 4}, {64, 8}, {16, 16}, {32, 32}}) {
+    EXPECT_TRUE(fp8.heads.count(h)) << h.first << "/" << h.second;
+  }
+}
+
+// The validation sweeps measure generalisation, so none of their batches, lengths, head
+// layouts or capacities may appear anywhere in their training grid.
+void expect_disjoint(const std::string& training_name, const std::string& validation_name) {
+  SCOPED_TRACE(validation_name + " against " + training_name);
+  const GridSpec full = load_grid_file(shipped_grid(training_name));
+  const GridSpec validation = load_grid_file(shipped_grid(validation_name));
   auto collect = [](const GridSpec& grid, std::set<int>& batches, std::set<int>& contexts,
                     std::set<std::pair<int, int>>& heads, std::set<int>& num_heads,
                     std::set<std::int64_t>& capacities) {
@@ -409,7 +448,14 @@ TEST(ShippedGrids, ValidationValuesAreDisjointFromFull) {
   EXPECT_EQ(overlap(val_heads, full_heads), 0u);
   EXPECT_EQ(overlap(val_num_heads, full_num_heads), 0u);
   EXPECT_EQ(overlap(val_capacities, full_capacities), 0u);
+  std::set<ElementTypes> full_dtypes, val_dtypes;
+  for (const GridBlock& block : full.blocks) full_dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
+  for (const GridBlock& block : validation.blocks) val_dtypes.insert(block.dtypes.values.begin(), block.dtypes.values.end());
+  EXPECT_EQ(overlap(val_dtypes, full_dtypes), val_dtypes.size());  // what is validated was trained
 }
+
+TEST(ShippedGrids, ValidationValuesAreDisjointFromFull) { expect_disjoint("full", "validation"); }
+TEST(ShippedGrids, Fp8ValidationValuesAreDisjointFromFp8) { expect_disjoint("fp8", "fp8_validation"); }
 
 }  // namespace
 }  // namespace splitkv::tuner

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <random>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "heuristics_test_support.hpp"
+#include "splitkv/heuristics/peer_kernels.hpp"
 #include "splitkv/heuristics/synthetic_results.hpp"
 #include "tuner_test_support.hpp"
 
@@ -100,6 +102,54 @@ TEST(HeaderEmitter, RegenerateCommandNamesEachTrainingCsv) {
   const std::string h = emit_num_splits_header(fit_heuristic(m.shapes), provenance_of(m, "h200", "x.hpp", "0.1.0"));
   EXPECT_PRED2(contains, h, "//   splitkv fit 'runs/a + b.csv' results/h200/more.csv --out x.hpp\n");
   EXPECT_PRED2(contains, h, "//   input      runs/a + b.csv + results/h200/more.csv");
+}
+
+SyntheticGrid fp8_grid() {
+  SyntheticGrid g = small_grid();
+  g.dtypes = {{DType::bf16, KvDtype::fp8_e4m3}};
+  return g;
+}
+
+// An e4m3 cache's table: its own namespace (the fp8_ file name), a kKvDtype saying which cache it
+// is for, and a regenerate command that picks those rows. A 16-bit table says none of it, so the
+// committed headers regenerate byte for byte.
+TEST(HeaderEmitter, AnFp8TableNamesItsCache) {
+  const Measurements m = measurements_from_text(synthetic_results_csv(fp8_grid()), "results/h200/fp8.csv");
+  const std::string short_name = table_short_name(m.kernel, "h200", m.kv_dtype);
+  EXPECT_EQ(short_name, "fp8_h200");
+  EXPECT_EQ(default_header_path(short_name), "heuristics/generated/num_splits_fp8_h200.hpp");
+  const std::string h = emit_num_splits_header(
+      fit_heuristic(m.shapes), provenance_of(m, short_name, default_header_path(short_name), "0.1.0"));
+  EXPECT_PRED2(contains, h,
+               "// num_splits_fp8_h200.hpp: split-KV decode num_splits heuristic for NVIDIA H200 (132 SMs), fp8_e4m3 "
+               "KV cache.\n");
+  EXPECT_PRED2(contains, h,
+               "//   splitkv fit results/h200/fp8.csv --kv-dtype fp8_e4m3 --out "
+               "heuristics/generated/num_splits_fp8_h200.hpp\n");
+  EXPECT_PRED2(contains, h, "//   kv cache   fp8_e4m3 (");
+  EXPECT_PRED2(contains, h, "namespace splitkv::generated::fp8_h200 {");
+  EXPECT_PRED2(contains, h, "}  // namespace splitkv::generated::fp8_h200\n");
+  EXPECT_PRED2(contains, h, "\ninline constexpr char kKvDtype[] = \"fp8_e4m3\";");
+
+  const std::string sixteen = emit_from(synthetic_results_csv(small_grid()));
+  EXPECT_FALSE(contains(sixteen, "kKvDtype"));
+  EXPECT_FALSE(contains(sixteen, "kv cache"));
+  EXPECT_FALSE(contains(sixteen, "--kv-dtype"));
+  EXPECT_FALSE(contains(sixteen, "KV dtype"));
+}
+
+// The 16-bit table of a file that also holds fp8 rows: no kKvDtype, but a command that picks its rows.
+TEST(HeaderEmitter, A16BitTableOfAMixedFileNamesTheFlag) {
+  std::string csv = synthetic_results_csv(small_grid());
+  const std::string fp8 = synthetic_results_csv(fp8_grid());
+  csv += fp8.substr(fp8.find('\n') + 1);
+  LoadOptions options;
+  options.kv_dtype = KvDtypeClass::sixteen_bit;
+  const Measurements m = measurements_from_text(csv, "results/h200/mixed.csv", options);
+  const std::string h = emit_num_splits_header(fit_heuristic(m.shapes), provenance_of(m, "h200", "x.hpp", "0.1.0"));
+  EXPECT_PRED2(contains, h, "//   splitkv fit results/h200/mixed.csv --kv-dtype 16bit --out x.hpp\n");
+  EXPECT_PRED2(contains, h, fmt::format("; {} rows of another KV dtype class ignored", m.counts.other_kv_dtypes));
+  EXPECT_FALSE(contains(h, "kKvDtype"));
 }
 
 TEST(HeaderEmitter, FullGridHeaderStaysSmall) {

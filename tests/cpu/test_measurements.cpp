@@ -147,6 +147,96 @@ TEST(Measurements, KernelSelection) {
   EXPECT_PRED2(contains, error_of(text, "x.csv", options), "no ok rows of kernel \"nope\"");
 }
 
+std::vector<tuner::ResultRow> fp8_rows(int batch = 4) {
+  auto p = decode_point(batch, 8192);
+  p.kv_dtype = KvDtype::fp8_e4m3;
+  return {timed_row(p, 1, 30.0), timed_row(p, 2, 22.0), timed_row(p, 4, 21.0)};
+}
+
+TEST(KvDtypeClass, SpellingRoundTrips) {
+  for (KvDtypeClass c : {KvDtypeClass::sixteen_bit, KvDtypeClass::fp8_e4m3}) {
+    EXPECT_EQ(parse_kv_dtype_class(to_string(c)), c);
+  }
+  EXPECT_EQ(to_string(KvDtypeClass::sixteen_bit), "16bit");
+  EXPECT_EQ(to_string(KvDtypeClass::fp8_e4m3), "fp8_e4m3");
+  // The classes, not the dtype column's values: bf16 and fp16 are one class.
+  EXPECT_EQ(parse_kv_dtype_class("bf16"), std::nullopt);
+  EXPECT_EQ(parse_kv_dtype_class("fp8"), std::nullopt);
+}
+
+// bf16 and fp16 rows pool into the 16bit class; fp8_e4m3 rows are their own; a file with both
+// classes needs the flag, and a class the file lacks is refused by name.
+TEST(Measurements, KvDtypeClassSelection) {
+  auto sixteen = three_rows();
+  auto fp16 = decode_point(2, 8192);
+  fp16.dtype = DType::fp16;
+  sixteen.push_back(timed_row(fp16, 1, 20.0));
+  const Measurements only16 = measurements_from_text(csv_text(sixteen), "x.csv");
+  EXPECT_EQ(only16.kv_dtype, KvDtypeClass::sixteen_bit);
+  EXPECT_EQ(only16.shapes.size(), 2u);  // bf16 and fp16 together
+  EXPECT_EQ(only16.kv_dtypes_present, (std::vector<KvDtypeClass>{KvDtypeClass::sixteen_bit}));
+  EXPECT_EQ(kv_dtype_argument(only16), "");
+
+  const Measurements only8 = measurements_from_text(csv_text(fp8_rows()), "x.csv");
+  EXPECT_EQ(only8.kv_dtype, KvDtypeClass::fp8_e4m3);
+  ASSERT_EQ(only8.shapes.size(), 1u);
+  EXPECT_EQ(only8.shapes[0].point.kv_dtype, KvDtype::fp8_e4m3);
+  EXPECT_EQ(only8.shapes[0].total_tokens, 4 * 8192);  // kv_bytes count one byte per element
+  EXPECT_EQ(kv_dtype_argument(only8), " --kv-dtype fp8_e4m3");
+
+  auto mixed = sixteen;
+  for (const auto& r : fp8_rows()) mixed.push_back(r);
+  tuner::ResultRow failed = fp8_rows(8).front();
+  failed.status = tuner::PointStatus::oom;
+  failed.time_us_median = failed.time_us_p10 = failed.time_us_p90 = failed.cv = failed.tbps = tuner::ResultRow::kMissing;
+  mixed.push_back(failed);
+  const std::string text = csv_text(mixed);
+  const std::string both = error_of(text, "results/h200/mixed.csv");
+  EXPECT_PRED2(contains, both,
+               "results/h200/mixed.csv: ok rows of kernel splitkv for two KV cache classes, 16bit (bf16/fp16, 4 rows) "
+               "and fp8_e4m3 (3 rows); a table is fitted for one: pass --kv-dtype 16bit or --kv-dtype fp8_e4m3");
+
+  LoadOptions options;
+  options.kv_dtype = KvDtypeClass::fp8_e4m3;
+  const Measurements picked8 = measurements_from_text(text, "x.csv", options);
+  EXPECT_EQ(picked8.kv_dtype, KvDtypeClass::fp8_e4m3);
+  EXPECT_EQ(picked8.shapes.size(), 1u);
+  EXPECT_EQ(picked8.counts.ok, 3);
+  EXPECT_EQ(picked8.counts.other_kv_dtypes, 4);
+  EXPECT_EQ(picked8.counts.excluded.at("oom"), 1);  // its own class's failure
+  EXPECT_EQ(picked8.kv_dtypes_present.size(), 2u);
+  options.kv_dtype = KvDtypeClass::sixteen_bit;
+  const Measurements picked16 = measurements_from_text(text, "x.csv", options);
+  EXPECT_EQ(picked16.shapes.size(), 2u);
+  EXPECT_EQ(picked16.counts.other_kv_dtypes, 3);
+  EXPECT_TRUE(picked16.counts.excluded.empty());  // the fp8 failure is not this class's
+  EXPECT_EQ(kv_dtype_argument(picked16), " --kv-dtype 16bit");  // the default would refuse this file
+
+  options.kv_dtype = KvDtypeClass::fp8_e4m3;
+  EXPECT_PRED2(contains, error_of(csv_text(sixteen), "x.csv", options),
+               "x.csv: no ok rows of kernel splitkv with KV cache class fp8_e4m3 (--kv-dtype fp8_e4m3); its ok rows "
+               "are 16bit (bf16/fp16, 4 rows)");
+  options.kv_dtype = KvDtypeClass::sixteen_bit;
+  EXPECT_PRED2(contains, error_of(csv_text(fp8_rows()), "x.csv", options),
+               "no ok rows of kernel splitkv with KV cache class 16bit (--kv-dtype 16bit); its ok rows are fp8_e4m3 "
+               "(3 rows)");
+}
+
+TEST(Measurements, MergedPartsShareTheKvDtypeClass) {
+  const Measurements a = measurements_from_text(csv_text(three_rows()), "a.csv");
+  const Measurements b = measurements_from_text(csv_text(fp8_rows(2)), "b.csv");
+  try {
+    merge_measurements({a, b});
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_PRED2(contains, std::string(error.what()), "b.csv: KV dtype class fp8_e4m3 differs from 16bit in a.csv");
+  }
+  const Measurements c = measurements_from_text(csv_text(fp8_rows(8)), "c.csv");
+  const Measurements merged = merge_measurements({b, c});
+  EXPECT_EQ(merged.kv_dtype, KvDtypeClass::fp8_e4m3);
+  EXPECT_EQ(merged.shapes.size(), 2u);
+}
+
 TEST(Measurements, FilesAndSidecars) {
   ScopedTempDir dir;
   EXPECT_THROW(load_measurements(dir.file("missing.csv")), InputError);

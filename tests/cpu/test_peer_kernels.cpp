@@ -70,6 +70,10 @@ TEST(PeerKernels, RegistryNamesPolicyKernelsHeadersAndCallSites) {
   EXPECT_EQ(table_short_name("splitkv", "h200"), "h200");
   EXPECT_EQ(table_short_name("fa3", "h200"), "fa3_h200");
   EXPECT_EQ(table_short_name("flashinfer", "h100_80gb_hbm3"), "flashinfer_h100_80gb_hbm3");
+  // An e4m3 cache's table sits beside the 16-bit one in the same translation unit.
+  EXPECT_EQ(table_short_name("splitkv", "h200", KvDtypeClass::sixteen_bit), "h200");
+  EXPECT_EQ(table_short_name("splitkv", "h200", KvDtypeClass::fp8_e4m3), "fp8_h200");
+  EXPECT_EQ(table_short_name("fa3", "h200", KvDtypeClass::fp8_e4m3), "fa3_fp8_h200");
   EXPECT_EQ(kernel_argument("splitkv"), "");
   EXPECT_EQ(kernel_argument("fa3"), " --kernel fa3");
   EXPECT_EQ(call_site_function("splitkv"), "num_splits_heuristic_fa");

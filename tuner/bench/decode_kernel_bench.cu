@@ -4,6 +4,10 @@
 // sequences, then time each split count as CUDA-graph replays over rotating K/V copies.
 //
 //   decode_kernel_bench ANCHORS_CSV [--out results.csv] [--splits 1,2,4,...] [--layouts contiguous,paged16]
+//                       [--kv-dtypes bf16,fp8_e4m3]
+//
+// fp8_e4m3: the cache holds random e4m3 codes with random descales per (sequence, kv head) in
+// [0.25, 4], q/out stay bf16; TB/s counts the cache's real bytes (one per element).
 //
 // Prints one line per (shape, layout) at its best split count: time, achieved TB/s of the real
 // K/V bytes, the HBM floor, and cuDNN's time from the anchors file.
@@ -24,6 +28,7 @@
 #include "bf16_host.hpp"
 #include "reference_attention.hpp"
 #include "splitkv/decode_attention.hpp"
+#include "splitkv/fp8_e4m3.hpp"
 #include "splitkv/tuner/device_random.cuh"
 #include "splitkv/tuner/graph_timer.hpp"
 #include "splitkv/tuner/sweep_point.hpp"
@@ -93,7 +98,9 @@ struct BenchShape {
 // All device buffers of one shape: `copies` independent K/V caches sharing q, out, lengths and
 // the block table (those are tiny and would sit in L2 in a real step too).
 struct ShapeBuffers {
-  std::vector<__nv_bfloat16*> k, v;
+  std::vector<void*> k, v;
+  bool fp8 = false;
+  float* descales = nullptr;  // fp8: k_descale [batch, kv heads], then v_descale
   __nv_bfloat16* q = nullptr;
   __nv_bfloat16* out = nullptr;
   int32_t* seqlens = nullptr;
@@ -110,6 +117,7 @@ struct ShapeBuffers {
     cudaFree(seqlens);
     cudaFree(block_table);
     cudaFree(workspace);
+    cudaFree(descales);
   }
 };
 
@@ -132,6 +140,11 @@ DecodeParams make_params(const BenchShape& s, const Layout& layout, const ShapeB
   p.cache_seqlens = b.seqlens;
   p.block_table = b.block_table;
   p.workspace = b.workspace;
+  if (b.fp8) {
+    p.kv_dtype = splitkv::KvDtype::fp8_e4m3;
+    p.k_descale = b.descales;
+    p.v_descale = b.descales + static_cast<std::size_t>(s.batch) * s.num_kv_heads;
+  }
   return p;
 }
 
@@ -159,7 +172,29 @@ double reference_error_sequence0(const BenchShape& s, const Layout& layout, cons
   problem.k.resize(row * s.context_len);
   problem.v.resize(row * s.context_len);
   const auto table = layout.layout == KvLayout::paged ? download(b.block_table, b.max_pages) : std::vector<int32_t>{};
+  if (b.fp8) {
+    // Sequence 0's descales; the reference multiplies them in.
+    const auto descales = download(b.descales, static_cast<std::size_t>(2) * s.batch * s.num_kv_heads);
+    problem.kv_dtype = splitkv::KvDtype::fp8_e4m3;
+    for (int h = 0; h < s.num_kv_heads; ++h) {
+      problem.k_descale.push_back(descales[h]);
+      problem.v_descale.push_back(descales[static_cast<std::size_t>(s.batch) * s.num_kv_heads + h]);
+    }
+  }
   for (int t = 0; t < s.context_len; ++t) {
+    const std::size_t source_row_fp8 =
+        layout.layout == KvLayout::paged
+            ? static_cast<std::size_t>(table[t / layout.page_size]) * layout.page_size + t % layout.page_size
+            : static_cast<std::size_t>(t);
+    if (b.fp8) {
+      const auto k = download(static_cast<const std::uint8_t*>(b.k[0]) + source_row_fp8 * row, row);
+      const auto v = download(static_cast<const std::uint8_t*>(b.v[0]) + source_row_fp8 * row, row);
+      for (std::size_t i = 0; i < row; ++i) {
+        problem.k[t * row + i] = splitkv::e4m3_to_double(k[i]);
+        problem.v[t * row + i] = splitkv::e4m3_to_double(v[i]);
+      }
+      continue;
+    }
     const std::size_t source_row =
         layout.layout == KvLayout::paged
             ? static_cast<std::size_t>(table[t / layout.page_size]) * layout.page_size + t % layout.page_size
@@ -193,18 +228,33 @@ std::vector<int> parse_int_list(const std::string& text) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s ANCHORS_CSV [--out FILE] [--splits 1,2,4] [--layouts contiguous,paged16]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s ANCHORS_CSV [--out FILE] [--splits 1,2,4] [--layouts contiguous,paged16] "
+                 "[--kv-dtypes bf16,fp8_e4m3]\n",
+                 argv[0]);
     return 2;
   }
   std::string out_path = "decode_kernel_bench.csv";
   std::vector<int> split_counts = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
   std::vector<Layout> layouts = {{KvLayout::contiguous, 0}};
+  std::vector<bool> kv_dtypes = {false};  // true: fp8_e4m3
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--out") {
       out_path = argv[i + 1];
     } else if (flag == "--splits") {
       split_counts = parse_int_list(argv[i + 1]);
+    } else if (flag == "--kv-dtypes") {
+      kv_dtypes.clear();
+      std::stringstream stream(argv[i + 1]);
+      std::string item;
+      while (std::getline(stream, item, ',')) {
+        if (item != "bf16" && item != "fp8_e4m3") {
+          std::fprintf(stderr, "error: --kv-dtypes takes bf16 and fp8_e4m3, got %s\n", item.c_str());
+          return 2;
+        }
+        kv_dtypes.push_back(item == "fp8_e4m3");
+      }
     } else if (flag == "--layouts") {
       layouts.clear();
       std::stringstream stream(argv[i + 1]);
@@ -233,15 +283,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: cannot write %s\n", out_path.c_str());
     return 2;
   }
-  std::fprintf(csv, "gpu,layout,batch,num_heads,num_kv_heads,head_dim,context_len,num_splits,time_us_median,"
+  std::fprintf(csv, "gpu,layout,kv_dtype,batch,num_heads,num_kv_heads,head_dim,context_len,num_splits,time_us_median,"
                     "time_us_p10,time_us_p90,cv,repetitions,copies,kv_bytes,tbps,ref_error,split_vs_1_error\n");
-  std::printf("%-11s %4s %5s %6s | %6s %9s %15s %6s %8s | %8s %7s | %9s\n", "layout", "B", "H", "L", "splits",
-              "time_us", "p10-p90", "TB/s", "floor_us", "cudnn_us", "ours/cu", "ref_err");
+  std::printf("%-11s %-8s %4s %5s %6s | %6s %9s %15s %6s %8s | %8s %7s | %9s\n", "layout", "B", "H", "L", "splits",
+              "kv", "time_us", "p10-p90", "TB/s", "floor_us", "cudnn_us", "ours/cu", "ref_err");
 
   std::mt19937 rng(1234);
   for (const BenchShape& s : shapes) {
-    for (const Layout& layout : layouts) {
+    for (const Layout& layout : layouts)
+    for (const bool fp8 : kv_dtypes) {
       ShapeBuffers b;
+      b.fp8 = fp8;
+      const std::size_t kv_element_bytes = fp8 ? 1 : 2;
+      const char* kv_name = fp8 ? "fp8_e4m3" : "bf16";
       const std::size_t row = static_cast<std::size_t>(s.num_kv_heads) * s.head_dim;
       if (layout.layout == KvLayout::paged) {
         b.max_pages = (s.context_len + layout.page_size - 1) / layout.page_size;
@@ -255,7 +309,7 @@ int main(int argc, char** argv) {
       } else {
         b.kv_elements = static_cast<std::size_t>(s.batch) * s.context_len * row;
       }
-      const std::size_t kv_bytes = 2 * static_cast<std::size_t>(s.batch) * s.context_len * row * 2;
+      const std::size_t kv_bytes = 2 * static_cast<std::size_t>(s.batch) * s.context_len * row * kv_element_bytes;
       splitkv::tuner::SweepPoint point;
       point.layout = layout.layout;
       point.page_size = layout.page_size;
@@ -264,15 +318,27 @@ int main(int argc, char** argv) {
       point.num_kv_heads = s.num_kv_heads;
       point.head_dim = s.head_dim;
       point.context_len = point.cache_capacity = s.context_len;
+      if (fp8) point.kv_dtype = splitkv::KvDtype::fp8_e4m3;
       const int copies = splitkv::tuner::rotating_copies(point, properties.l2CacheSize, protocol.working_set_l2_multiple,
                                                          properties.totalGlobalMem / 2);
       for (int c = 0; c < copies; ++c) {
         b.k.push_back(nullptr);
         b.v.push_back(nullptr);
-        CHECK_CUDA(cudaMalloc(&b.k.back(), b.kv_elements * 2));
-        CHECK_CUDA(cudaMalloc(&b.v.back(), b.kv_elements * 2));
-        CHECK_CUDA(splitkv::tuner::fill_uniform(b.k.back(), b.kv_elements, splitkv::DType::bf16, 2 * c + 1, stream));
-        CHECK_CUDA(splitkv::tuner::fill_uniform(b.v.back(), b.kv_elements, splitkv::DType::bf16, 2 * c + 2, stream));
+        CHECK_CUDA(cudaMalloc(&b.k.back(), b.kv_elements * kv_element_bytes));
+        CHECK_CUDA(cudaMalloc(&b.v.back(), b.kv_elements * kv_element_bytes));
+        if (fp8) {
+          CHECK_CUDA(splitkv::tuner::fill_e4m3_codes(b.k.back(), b.kv_elements, 2 * c + 1, stream));
+          CHECK_CUDA(splitkv::tuner::fill_e4m3_codes(b.v.back(), b.kv_elements, 2 * c + 2, stream));
+        } else {
+          CHECK_CUDA(splitkv::tuner::fill_uniform(b.k.back(), b.kv_elements, splitkv::DType::bf16, 2 * c + 1, stream));
+          CHECK_CUDA(splitkv::tuner::fill_uniform(b.v.back(), b.kv_elements, splitkv::DType::bf16, 2 * c + 2, stream));
+        }
+      }
+      if (fp8) {
+        const std::size_t descales = 2 * static_cast<std::size_t>(s.batch) * s.num_kv_heads;
+        CHECK_CUDA(cudaMalloc(&b.descales, descales * sizeof(float)));
+        // Small enough that codes up to 448 keep the softmax from collapsing onto one token.
+        CHECK_CUDA(splitkv::tuner::fill_range(b.descales, descales, 0.25f / 448.f, 4.f / 448.f, 5, stream));
       }
       const std::size_t q_elements = static_cast<std::size_t>(s.batch) * s.num_heads * s.head_dim;
       CHECK_CUDA(cudaMalloc(&b.q, q_elements * 2));
@@ -322,8 +388,8 @@ int main(int argc, char** argv) {
           return 1;
         }
         const auto& st = timing.stats;
-        std::fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.4f,%d,%d,%zu,%.4f,%.3e,%.3e\n", properties.name,
-                     layout.name().c_str(), s.batch, s.num_heads, s.num_kv_heads, s.head_dim, s.context_len, splits,
+        std::fprintf(csv, "%s,%s,%s,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.4f,%d,%d,%zu,%.4f,%.3e,%.3e\n", properties.name,
+                     layout.name().c_str(), kv_name, s.batch, s.num_heads, s.num_kv_heads, s.head_dim, s.context_len, splits,
                      st.median, st.p10, st.p90, st.cv, st.count, copies, kv_bytes, kv_bytes / st.median / 1e6,
                      ref_error, split_error);
         std::fflush(csv);
@@ -339,8 +405,8 @@ int main(int argc, char** argv) {
         }
       }
       const double floor_us = kv_bytes / (kDatasheetTbps * 1e6);
-      std::printf("%-11s %4d %2d/%-2d %6d | %6d %9.2f %7.2f-%-7.2f %6.2f %8.2f | %8.1f %7.3f | %9.2e\n",
-                  layout.name().c_str(), s.batch, s.num_heads, s.num_kv_heads, s.context_len, best_splits, best_us,
+      std::printf("%-11s %-8s %4d %2d/%-2d %6d | %6d %9.2f %7.2f-%-7.2f %6.2f %8.2f | %8.1f %7.3f | %9.2e\n",
+                  layout.name().c_str(), kv_name, s.batch, s.num_heads, s.num_kv_heads, s.context_len, best_splits, best_us,
                   best_stats.p10, best_stats.p90, kv_bytes / best_us / 1e6, floor_us, s.cudnn_us,
                   s.cudnn_us > 0 ? best_us / s.cudnn_us : 0.0, ref_error);
       std::fflush(stdout);

@@ -194,8 +194,8 @@ class FlashinferKernel final : public FlashinferDecodeKernel {
     const int group = shape.num_kv_heads > 0 ? shape.num_heads / shape.num_kv_heads : 0;
     if (shape.layout != KvLayout::paged) {
       why = "FlashInfer's batch decode reads a paged KV cache; contiguous shapes are not swept";
-    } else if (shape.dtype != DType::bf16) {
-      why = "only bf16 is instantiated for FlashInfer's kernel";
+    } else if (shape.dtype != DType::bf16 || shape.kv_dtype != KvDtype::same_as_q) {
+      why = "only bf16 (q and cache) is instantiated for FlashInfer's kernel";
     } else if (shape.head_dim != 64 && shape.head_dim != 128 && shape.head_dim != 256) {
       why = "head_dim " + std::to_string(shape.head_dim) + " is not instantiated for FlashInfer's kernel (64, 128, 256)";
     } else if (group * shape.num_kv_heads != shape.num_heads ||

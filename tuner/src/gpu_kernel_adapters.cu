@@ -61,6 +61,7 @@ class SplitkvKernel final : public KernelUnderTest {
     DecodeParams params = shape.to_decode_params();
     // Shape-only check: stand-in aligned pointers, since nothing is allocated yet.
     params.q = params.k = params.v = reinterpret_cast<const void*>(256);
+    if (params.kv_dtype == KvDtype::fp8_e4m3) params.k_descale = params.v_descale = reinterpret_cast<const float*>(256);
     params.out = params.workspace = reinterpret_cast<void*>(256);
     params.cache_seqlens = params.block_table = reinterpret_cast<const int32_t*>(256);
     std::string message;
@@ -79,7 +80,9 @@ class SplitkvKernel final : public KernelUnderTest {
             ? static_cast<std::size_t>(base_.num_pages) * shape.page_size * kv_row
             : static_cast<std::size_t>(shape.batch) * shape.cache_capacity * kv_row;
     const std::size_t q_elements = static_cast<std::size_t>(shape.batch) * shape.num_heads * shape.head_dim;
-    const std::size_t element_bytes = 2;
+    const std::size_t element_bytes = 2;  // q and out
+    kv_element_bytes_ = static_cast<std::size_t>(shape.kv_element_bytes());
+    const bool fp8 = shape.kv_dtype == KvDtype::fp8_e4m3;
 
     copies_per_allocation_ = copies_per_allocation(shape);
     copy_offset_elements_ = static_cast<std::size_t>(shape.context_len) * kv_row;
@@ -87,12 +90,26 @@ class SplitkvKernel final : public KernelUnderTest {
     for (int a = 0; a < allocations; ++a) {
       void* k = nullptr;
       void* v = nullptr;
-      if (KernelOutcome o = allocate(&k, kv_elements * element_bytes); !o.ok()) return o;
+      if (KernelOutcome o = allocate(&k, kv_elements * kv_element_bytes_); !o.ok()) return o;
       k_.push_back(k);
-      if (KernelOutcome o = allocate(&v, kv_elements * element_bytes); !o.ok()) return o;
+      if (KernelOutcome o = allocate(&v, kv_elements * kv_element_bytes_); !o.ok()) return o;
       v_.push_back(v);
-      if (KernelOutcome o = check(fill_uniform(k, kv_elements, shape.dtype, 2 * a + 1, nullptr)); !o.ok()) return o;
-      if (KernelOutcome o = check(fill_uniform(v, kv_elements, shape.dtype, 2 * a + 2, nullptr)); !o.ok()) return o;
+      if (fp8) {
+        if (KernelOutcome o = check(fill_e4m3_codes(k, kv_elements, 2 * a + 1, nullptr)); !o.ok()) return o;
+        if (KernelOutcome o = check(fill_e4m3_codes(v, kv_elements, 2 * a + 2, nullptr)); !o.ok()) return o;
+      } else {
+        if (KernelOutcome o = check(fill_uniform(k, kv_elements, shape.dtype, 2 * a + 1, nullptr)); !o.ok()) return o;
+        if (KernelOutcome o = check(fill_uniform(v, kv_elements, shape.dtype, 2 * a + 2, nullptr)); !o.ok()) return o;
+      }
+    }
+    if (fp8) {
+      // Shared by every copy, like q: [batch, num_kv_heads] each, a few KB.
+      const std::size_t descales = static_cast<std::size_t>(shape.batch) * shape.num_kv_heads;
+      if (KernelOutcome o = allocate(&descales_, 2 * descales * sizeof(float)); !o.ok()) return o;
+      if (KernelOutcome o = check(fill_range(static_cast<float*>(descales_), 2 * descales, 0.25f, 4.f, 11, nullptr));
+          !o.ok())
+        return o;
+      descale_count_ = descales;
     }
     if (KernelOutcome o = allocate(&q_, q_elements * element_bytes); !o.ok()) return o;
     if (KernelOutcome o = allocate(&out_, q_elements * element_bytes); !o.ok()) return o;
@@ -140,7 +157,7 @@ class SplitkvKernel final : public KernelUnderTest {
     for (void* p : v_) cudaFree(p);
     k_.clear();
     v_.clear();
-    for (void** p : {&q_, &out_, &seqlens_, &block_table_, &workspace_}) {
+    for (void** p : {&q_, &out_, &seqlens_, &block_table_, &workspace_, &descales_}) {
       cudaFree(*p);
       *p = nullptr;
     }
@@ -151,13 +168,18 @@ class SplitkvKernel final : public KernelUnderTest {
   DecodeParams bound_params(int copy_index) const {
     DecodeParams params = base_;
     params.q = q_;
-    const std::size_t offset_bytes = (copy_index % copies_per_allocation_) * copy_offset_elements_ * 2;
+    const std::size_t offset_bytes =
+        (copy_index % copies_per_allocation_) * copy_offset_elements_ * kv_element_bytes_;
     params.k = static_cast<const char*>(k_.at(copy_index / copies_per_allocation_)) + offset_bytes;
     params.v = static_cast<const char*>(v_.at(copy_index / copies_per_allocation_)) + offset_bytes;
     params.out = out_;
     params.cache_seqlens = static_cast<const int32_t*>(seqlens_);
     params.block_table = static_cast<const int32_t*>(block_table_);
     params.workspace = workspace_;
+    if (descales_ != nullptr) {
+      params.k_descale = static_cast<const float*>(descales_);
+      params.v_descale = static_cast<const float*>(descales_) + descale_count_;
+    }
     return params;
   }
 
@@ -174,6 +196,9 @@ class SplitkvKernel final : public KernelUnderTest {
   void* seqlens_ = nullptr;
   void* block_table_ = nullptr;
   void* workspace_ = nullptr;
+  void* descales_ = nullptr;  // fp8: k_descale then v_descale
+  std::size_t descale_count_ = 0;
+  std::size_t kv_element_bytes_ = 2;
 };
 
 }  // namespace

@@ -435,19 +435,19 @@ class GridParser {
     return axis;
   }
 
-  GridAxis<DType> parse_dtypes(const json& value, const std::string& path) const {
+  GridAxis<ElementTypes> parse_dtypes(const json& value, const std::string& path) const {
     expect_nonempty_array(value, path);
-    GridAxis<DType> axis{{}, path};
+    GridAxis<ElementTypes> axis{{}, path};
     for (std::size_t i = 0; i < value.size(); ++i) {
       const std::string entry_path = element(path, i);
       if (!value[i].is_string()) fail(entry_path, "expected a string, got " + describe(value[i]));
-      const auto dtype = parse_dtype(value[i].get<std::string>());
+      const auto dtype = parse_element_types(value[i].get<std::string>());
       if (!dtype) {
-        fail(entry_path, fmt::format("unknown dtype \"{}\" (expected bf16 or fp16)",
+        fail(entry_path, fmt::format("unknown dtype \"{}\" (expected bf16, fp16 or fp8_e4m3)",
                                      value[i].get<std::string>()));
       }
       axis.values.push_back(*dtype);
-      check_unique(axis.values, path, std::equal_to<DType>(), value[i].dump());
+      check_unique(axis.values, path, std::equal_to<ElementTypes>(), value[i].dump());
     }
     return axis;
   }

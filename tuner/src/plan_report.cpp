@@ -132,7 +132,7 @@ std::string format_plan_csv(const SweepPlan& plan) {
     for (int splits : shape.split_counts) {
       const SweepPoint p = shape.point(splits);
       out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", shape.shape_index, p.key(),
-                         to_string(p.layout), p.page_size, to_string(p.dtype), p.batch, p.num_heads,
+                         to_string(p.layout), p.page_size, to_string(p.element_types()), p.batch, p.num_heads,
                          p.num_kv_heads, p.head_dim, p.context_len, p.cache_capacity,
                          to_string(p.length_distribution), p.num_splits, p.kv_bytes(), p.working_set_bytes(),
                          p.footprint_bytes(), lengths);

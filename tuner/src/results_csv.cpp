@@ -194,9 +194,10 @@ class RowDecoder {
     p.layout = *layout;
     p.page_size = integer(record, col_page_size, 0);
     if (p.layout == KvLayout::paged && p.page_size < 1) bad(record, col_page_size, "must be >= 1 for paged rows");
-    const auto dtype = parse_dtype(text(record, col_dtype));
-    if (!dtype) bad(record, col_dtype, "is not a dtype (bf16 or fp16)");
-    p.dtype = *dtype;
+    const auto dtype = parse_element_types(text(record, col_dtype));
+    if (!dtype) bad(record, col_dtype, "is not a dtype (bf16, fp16 or fp8_e4m3)");
+    p.dtype = dtype->dtype;
+    p.kv_dtype = dtype->kv_dtype;
     p.batch = integer(record, col_batch, 1);
     p.num_heads = integer(record, col_num_heads, 1);
     p.num_kv_heads = integer(record, col_num_kv_heads, 1);
@@ -373,7 +374,7 @@ std::string format_results_row(const ResultRow& row, bool with_device_columns) {
                           : std::string();
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}\n",
                      quote_if_needed(single_line(row.gpu)), quote_if_needed(single_line(row.kernel)),
-                     to_string(p.layout), p.page_size, to_string(p.dtype), p.batch, p.num_heads,
+                     to_string(p.layout), p.page_size, to_string(p.element_types()), p.batch, p.num_heads,
                      p.num_kv_heads, p.head_dim, p.context_len, p.cache_capacity,
                      to_string(p.length_distribution), p.num_splits,
                      format_number(row.time_us_median), format_number(row.time_us_p10),

@@ -78,7 +78,7 @@ SweepPlan expand_grid(const GridSpec& grid) {
   for (const GridBlock& block : grid.blocks) {
     plan.cartesian_points += block.cartesian_size();
     for (const LayoutChoice& layout : block.layouts.values)
-    for (DType dtype : block.dtypes.values)
+    for (ElementTypes types : block.dtypes.values)
     for (const HeadConfig& heads : block.heads.values)
     for (int head_dim : block.head_dim.values)
     for (int batch : block.batch.values)
@@ -88,7 +88,8 @@ SweepPlan expand_grid(const GridSpec& grid) {
       SweepPoint shape;
       shape.layout = layout.layout;
       shape.page_size = layout.page_size;
-      shape.dtype = dtype;
+      shape.dtype = types.dtype;
+      shape.kv_dtype = types.kv_dtype;
       shape.batch = batch;
       shape.num_heads = heads.num_heads;
       shape.num_kv_heads = heads.num_kv_heads;

@@ -40,6 +40,17 @@ std::optional<DType> parse_dtype(std::string_view text) {
   return std::nullopt;
 }
 
+std::string to_string(ElementTypes types) {
+  if (types.kv_dtype == KvDtype::fp8_e4m3) return types.dtype == DType::bf16 ? "fp8_e4m3" : "fp16+fp8_e4m3";
+  return std::string(to_string(types.dtype));
+}
+
+std::optional<ElementTypes> parse_element_types(std::string_view text) {
+  if (text == "fp8_e4m3") return ElementTypes{DType::bf16, KvDtype::fp8_e4m3};
+  if (const auto dtype = parse_dtype(text)) return ElementTypes{*dtype, KvDtype::same_as_q};
+  return std::nullopt;
+}
+
 std::optional<LengthDistribution> parse_length_distribution(std::string_view text) {
   if (text == "fixed") return LengthDistribution{LengthKind::fixed, {}};
   if (text == "uniform") return LengthDistribution{LengthKind::uniform, {}};
@@ -64,7 +75,7 @@ int bytes_per_element(DType) { return 2; }  // both bf16 and fp16
 std::string SweepPoint::shape_key() const {
   const std::string layout_token =
       layout == KvLayout::paged ? fmt::format("paged{}", page_size) : std::string("contiguous");
-  return fmt::format("{} {} b{} h{}/{} d{} L{} C{} {}", layout_token, to_string(dtype), batch,
+  return fmt::format("{} {} b{} h{}/{} d{} L{} C{} {}", layout_token, to_string(element_types()), batch,
                      num_heads, num_kv_heads, head_dim, context_len, cache_capacity,
                      to_string(length_distribution));
 }
@@ -104,7 +115,7 @@ std::int64_t SweepPoint::total_pages() const {
 }
 
 std::int64_t SweepPoint::kv_bytes() const {
-  return 2 * total_tokens() * num_kv_heads * head_dim * bytes_per_element(dtype);
+  return 2 * total_tokens() * num_kv_heads * head_dim * kv_element_bytes();
 }
 
 std::int64_t SweepPoint::workspace_bytes() const {
@@ -126,7 +137,7 @@ std::int64_t query_output_bytes(const SweepPoint& p) {
 
 std::int64_t SweepPoint::footprint_bytes() const {
   const std::int64_t token_bytes =
-      2 * std::int64_t(num_kv_heads) * head_dim * bytes_per_element(dtype);  // K and V
+      2 * std::int64_t(num_kv_heads) * head_dim * kv_element_bytes();  // K and V
   std::int64_t cache = 0;
   if (layout == KvLayout::paged) {
     const std::int64_t pages = total_pages();
@@ -148,6 +159,7 @@ DecodeParams SweepPoint::to_decode_params() const {
   DecodeParams params;
   params.layout = layout;
   params.dtype = dtype;
+  params.kv_dtype = kv_dtype;
   params.batch = batch;
   params.num_heads = num_heads;
   params.num_kv_heads = num_kv_heads;

@@ -14,6 +14,8 @@ extern "C" {
 
 enum { SPLITKV_LAYOUT_CONTIGUOUS = 0, SPLITKV_LAYOUT_PAGED = 1 };
 enum { SPLITKV_DTYPE_BF16 = 0, SPLITKV_DTYPE_FP16 = 1 };
+/* Element type of the K/V cache (splitkv::KvDtype). */
+enum { SPLITKV_KV_DTYPE_SAME_AS_Q = 0, SPLITKV_KV_DTYPE_FP8_E4M3 = 1 };
 
 /* Largest num_splits the kernels accept. */
 int splitkv_max_splits(void);
@@ -47,6 +49,20 @@ int splitkv_decode_attention_per_sequence(int layout, int dtype, int batch, int 
                                           const int32_t* block_table, void* out, float* lse, void* workspace,
                                           const unsigned char* auto_splits_table,
                                           const int32_t* splits_per_sequence, void* stream);
+
+/* The per-sequence call with the cache's element type. kv_dtype SPLITKV_KV_DTYPE_FP8_E4M3: k and v
+ * hold e4m3 codes (one byte per element, same layouts), q and out stay `dtype`, and k_descale /
+ * v_descale (DEVICE memory, fp32 [batch, num_kv_heads], both required) turn codes into values: K =
+ * code * k_descale[b * num_kv_heads + h]. SPLITKV_KV_DTYPE_SAME_AS_Q: both descales must be NULL and
+ * the call is splitkv_decode_attention_per_sequence. auto_splits_table and splits_per_sequence both
+ * NULL: the fixed num_splits. */
+int splitkv_decode_attention_kv_dtype(int layout, int dtype, int kv_dtype, int batch, int num_heads, int num_kv_heads,
+                                      int head_dim, int cache_capacity, int page_size, int max_pages_per_seq,
+                                      int num_pages, int num_splits, float softmax_scale, const void* q,
+                                      const void* k, const void* v, const float* k_descale, const float* v_descale,
+                                      const int32_t* cache_seqlens, const int32_t* block_table, void* out,
+                                      float* lse, void* workspace, const unsigned char* auto_splits_table,
+                                      const int32_t* splits_per_sequence, void* stream);
 
 /* Smallest num_splits bound that serves every batch of `batch` sequences with lengths up to
  * cache_capacity under an auto table (HOST memory: the copy it was uploaded from): the bound to

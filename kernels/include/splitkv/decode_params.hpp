@@ -8,6 +8,11 @@ namespace splitkv {
 
 enum class KvLayout : int { contiguous = 0, paged = 1 };
 enum class DType : int { bf16 = 0, fp16 = 1 };
+// Element type of the K/V cache. same_as_q: K and V are `dtype` like q and out. fp8_e4m3: K and V
+// are OCP e4m3 codes (1 sign, 4 exponent bits of bias 7, 3 mantissa bits, no infinity, 0x7F/0xFF
+// NaN) whose real values are code * descale, one fp32 descale per (sequence, kv head) for K and
+// one for V (FlashAttention 3's k_descale / v_descale); q and out stay `dtype`.
+enum class KvDtype : int { same_as_q = 0, fp8_e4m3 = 1 };
 
 enum class Status : int {
   ok = 0,
@@ -53,7 +58,8 @@ struct AutoSplitsTable {
 // Query head h attends with kv head h / (num_heads / num_kv_heads).
 struct DecodeParams {
   KvLayout layout = KvLayout::contiguous;
-  DType dtype = DType::bf16;
+  DType dtype = DType::bf16;  // q and out; also K and V unless kv_dtype says otherwise
+  KvDtype kv_dtype = KvDtype::same_as_q;
 
   int batch = 0;
   int num_heads = 0;
@@ -86,7 +92,14 @@ struct DecodeParams {
   void* out = nullptr;
   float* lse = nullptr;        // optional
   void* workspace = nullptr;   // required when num_splits > 1; see decode_workspace_bytes
+  // fp8_e4m3 only, and then required: device arrays [batch, num_kv_heads] of fp32 factors that
+  // turn the stored codes into K and V values (a per-tensor scale is every entry equal). Read
+  // after the grid dependency wait, so the previous kernel may write them.
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
 
+  // Bytes of one K (or V) element in the cache.
+  int kv_element_bytes() const { return kv_dtype == KvDtype::fp8_e4m3 ? 1 : 2; }
   int group_size() const { return num_kv_heads > 0 ? num_heads / num_kv_heads : 0; }
   // Tokens addressable per sequence: what FA2's heuristic calls seqlen_k.
   int capacity_tokens() const {

@@ -25,6 +25,7 @@ struct FitRequest {
   std::string header_path;     // empty: no header (evaluate); "default": default_header_path()
   std::string gpu_short_name;  // empty: short_gpu_name(gpu column)
   std::string kernel;          // empty: the file's only kernel, or "splitkv"
+  std::optional<KvDtypeClass> kv_dtype;  // empty: the only class of the kernel's rows (LoadOptions)
   int num_sms = 0;             // 0: sidecar, then the known-GPU list
   bool cross_validate = true;
   FitOptions options;
@@ -32,7 +33,12 @@ struct FitRequest {
   // fitted, no header, no cross-validation). Refused when it was made for another GPU or SM
   // count than the training CSV's, unless allow_other_gpu.
   std::optional<GivenTable> table;
-  bool allow_other_gpu = false;
+  // A 16-bit table scored unchanged on the rows of another KV cache class, beside the table fitted
+  // (or given) for them: policy `reused_16bit_table`, in sample and on validation (a table not
+  // fitted here has nothing to refit under cross-validation). Refused on 16-bit rows, for a table
+  // of another class, and like `table` for another GPU or SM count.
+  std::optional<GivenTable> reused_table;
+  bool allow_other_gpu = false;  // for `table` and `reused_table`
 };
 
 struct FitProducts {

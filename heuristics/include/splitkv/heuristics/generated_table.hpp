@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "splitkv/heuristics/kernel_occupancy.hpp"
+#include "splitkv/heuristics/kv_dtype_class.hpp"
 
 namespace splitkv::heuristics {
 
@@ -45,6 +46,7 @@ struct GeneratedHeader {
   int sm_count = 0;          // kSmCount
   std::string input_sha256;  // kInputSha256: the results CSV it was fitted on
   std::string kernel;        // kKernel: the kernel whose rows were fitted; splitkv when absent
+  KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit;  // kKvDtype: the KV cache it is for; 16bit when absent
   ParsedSplitTable real_length;
   ParsedSplitTable capacity;
   // 1-based line ranges of the table literals (kRows and kRowOf of both tables).
@@ -65,13 +67,14 @@ struct GivenTable {
   std::string source;  // the header path, or "compiled-in table <name>"
   std::string gpu_name;
   int sm_count = 0;
+  KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit;  // compiled-in tables are all 16bit
   SplitLookup real_length;
   SplitLookup capacity_only;
 };
 
 // `spec` is a path to a generated header when such a file exists or it ends in .hpp/.h;
 // otherwise a GPU name ("NVIDIA H200") or short name ("h200") of a compiled-in table.
-// Throws InputError (unknown GPU: the message lists the compiled-in tables).
-GivenTable load_given_table(const std::string& spec);
+// Throws InputError (unknown GPU: the message, which names `flag`, lists the compiled-in tables).
+GivenTable load_given_table(const std::string& spec, const std::string& flag = "--table");
 
 }  // namespace splitkv::heuristics

@@ -23,6 +23,8 @@ struct HeaderProvenance {
   std::string input_sha256;
   std::string measured_at;   // the sidecar's date; empty when there is none
   std::string kernel;
+  KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit;
+  std::string kv_dtype_argument;  // kv_dtype_argument(): part of the regenerate command
   std::string tool_version;
   std::string output_path;   // where the header is meant to live, for the regenerate hint
   RowCounts counts;

@@ -17,4 +17,10 @@ struct KernelOccupancy {
   bool operator!=(const KernelOccupancy& o) const { return !(*this == o); }
 };
 
+// Our kernel on an fp8_e4m3 cache (kernels/include/splitkv/kernels/decode_split_kv.cuh,
+// fp8_decode_shared_bytes): the lanes convert the e4m3 ring's codes in registers, so a CTA holds
+// 52 KB at head_dim 128 (4 per SM, its __launch_bounds__) and 104 KB at 256 (2). Head_dim 64
+// (38 KB) counts as 128, as the bf16 kernel's 3 CTAs there count as its 2.
+inline constexpr KernelOccupancy kFp8KernelOccupancy{4, 2};
+
 }  // namespace splitkv::heuristics

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "splitkv/heuristics/kv_dtype_class.hpp"
 #include "splitkv/tuner/results_csv.hpp"
 #include "splitkv/tuner/sweep_point.hpp"
 
@@ -23,6 +24,9 @@ class InputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The class of a row's KV cache (its dtype column): bf16 and fp16 are 16bit, fp8_e4m3 is fp8_e4m3.
+KvDtypeClass kv_dtype_class_of(const tuner::SweepPoint& point);
 
 // One timed split count of a shape.
 struct SplitTiming {
@@ -56,6 +60,7 @@ struct RowCounts {
   std::map<std::string, std::int64_t> excluded;   // by status: throttled, oom, ...
   std::int64_t superseded = 0;                    // throttled rows a later row re-measured
   std::int64_t other_kernels = 0;                 // ok rows of kernels not selected
+  std::int64_t other_kv_dtypes = 0;               // ok rows of the selected kernel, other KV dtype class
   std::int64_t policy_rows = 0;                   // ok rows of the selected peer's policy kernels, on its shapes
   std::int64_t shapes = 0;                        // shapes with at least one ok row
   std::int64_t shapes_without_ok_rows = 0;        // shapes whose every row failed
@@ -68,6 +73,10 @@ struct Measurements {
   std::string sha256;            // of the file's bytes
   std::string gpu;               // the gpu column (one per file)
   std::string kernel;            // the kernel the shapes belong to
+  KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit;  // the KV cache class the shapes belong to
+  // Every class the selected kernel's ok rows hold (the selected one among them), ascending: more
+  // than one means the table's regenerate command must name --kv-dtype.
+  std::vector<KvDtypeClass> kv_dtypes_present;
   int sm_count = 0;              // from the sidecar, the --num-sms flag or the known-GPU list
   std::string sm_count_source;   // "sidecar", "flag" or "known GPU list"
   std::string measured_at;       // the sidecar's finished_at (or started_at); empty without one
@@ -77,6 +86,9 @@ struct Measurements {
 
 struct LoadOptions {
   std::string kernel;  // empty: the only kernel in the file, or "splitkv" when there are several
+  // Empty: the only class the kernel's ok rows hold; a file holding two is refused, since pooling
+  // them would fit neither cache's split counts.
+  std::optional<KvDtypeClass> kv_dtype;
   int sm_count = 0;    // 0: from the sidecar or the known-GPU list
   bool read_sidecar = true;
 };
@@ -84,7 +96,8 @@ struct LoadOptions {
 // Reads, validates and groups a results CSV. Throws InputError for: a missing or empty
 // file, missing columns and malformed fields (the tuner's parser), more than one GPU or two
 // final rows for one point (tuner::check_results_consistency), non-positive or non-finite
-// times, a negative cv, an unknown kernel, no ok rows, and an SM count that cannot be told.
+// times, a negative cv, an unknown kernel, no ok rows, a KV dtype class without ok rows or two
+// classes and none chosen, and an SM count that cannot be told.
 // A point's throttled rows give way to its final row (a resume re-measures them). For a peer
 // kernel (peer_kernels.hpp) the ok rows of its policy kernels are attached to the shapes its
 // fixed-split rows measured (MeasuredShape::policy_time_us); InputError when one policy kernel
@@ -93,7 +106,7 @@ Measurements load_measurements(const std::string& path, const LoadOptions& optio
 
 // Several results CSVs of one GPU as one training set: a new grid swept beside full.json's (a grid
 // cannot grow under `sweep --resume`) trains the tables with it. The parts must share the GPU, the
-// kernel and the SM count, and no shape may be measured in two of them (which timing would stand?);
+// kernel, the KV dtype class and the SM count, and no shape may be measured in two of them (which timing would stand?);
 // each refusal is an InputError naming both files. The merged set's source and source_display join
 // the parts' with " + ", its sha256 is that of the parts' sha256 hex digests joined by newlines (in
 // the order given), its counts add up, and its shapes keep the one deterministic order. One part is
@@ -107,6 +120,11 @@ Measurements measurements_from_text(std::string_view text, const std::string& so
 // The training CSVs as `splitkv fit` takes them on a command line: part_displays separated by
 // spaces, each quoted for a POSIX shell where it needs it (a path may itself hold " + ").
 std::string command_line_inputs(const Measurements& measurements);
+
+// What `splitkv fit` needs besides the CSVs to pick these rows' KV dtype class: " --kv-dtype <class>"
+// where the default would not (fp8_e4m3, or rows of several classes), else nothing, so the
+// regenerate command of a table fitted on a 16-bit-only file stays as it always was.
+std::string kv_dtype_argument(const Measurements& measurements);
 
 // SM counts of GPUs we know, for CSVs without a sidecar; 0 when unknown.
 int known_sm_count(std::string_view gpu_name);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "splitkv/heuristics/kernel_occupancy.hpp"
+#include "splitkv/heuristics/kv_dtype_class.hpp"
 
 namespace splitkv::heuristics {
 
@@ -43,10 +44,14 @@ const PeerKernel* find_peer_kernel(std::string_view kernel);
 // Our own kernel, splitkv (or no kernel named): the one whose headers carry no kernel in their name.
 bool is_own_kernel(std::string_view kernel);
 
-// The generated header's name for a table fitted on `kernel`'s rows: the GPU's short name for
-// our own kernel (num_splits_h200.hpp, splitkv::generated::h200), else <kernel>_<gpu>
-// (num_splits_fa3_h200.hpp, splitkv::generated::fa3_h200), the kernel folded like a GPU name.
-std::string table_short_name(std::string_view kernel, const std::string& gpu_short_name);
+// The generated header's name for a table fitted on `kernel`'s rows of a `kv_dtype` cache: the
+// GPU's short name for our own kernel on a 16-bit cache (num_splits_h200.hpp,
+// splitkv::generated::h200), preceded by <kernel>_ for a peer's (num_splits_fa3_h200.hpp,
+// splitkv::generated::fa3_h200; the kernel folded like a GPU name) and by fp8_ for an e4m3 cache
+// (num_splits_fp8_h200.hpp, splitkv::generated::fp8_h200), so that every table of one GPU can sit
+// in one translation unit.
+std::string table_short_name(std::string_view kernel, const std::string& gpu_short_name,
+                             KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit);
 
 // What `splitkv fit` needs besides the CSVs to pick `kernel`'s rows: " --kernel <kernel>", or
 // nothing for our own kernel (the default).

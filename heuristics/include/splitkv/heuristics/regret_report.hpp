@@ -49,10 +49,13 @@ std::vector<CrossValidationScheme> default_cross_validation_schemes();
 
 // For each fold: fit on the other shapes, evaluate the fitted policies (ours,
 // ours_capacity_only) on the held-out ones. Every other policy is left unevaluated.
+// `more_tables` are the policies the other evaluations list after those two (a reused table),
+// so that every evaluation lists the same policies; they are unevaluated here too.
 // Returns nothing when the scheme has fewer than two folds.
 std::optional<Evaluation> cross_validate(const std::vector<MeasuredShape>& shapes,
                                          const CrossValidationScheme& scheme, int num_sms,
-                                         const FitOptions& options = {});
+                                         const FitOptions& options = {},
+                                         const std::vector<Policy>& more_tables = {});
 
 struct RegretStats {
   int shapes = 0;
@@ -105,6 +108,7 @@ struct ReportContext {
   std::string validation_input;   // empty without --validation
   std::string validation_sha256;
   std::string kernel;
+  KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit;
 };
 std::string regret_markdown(const std::vector<Evaluation>& evaluations,
                             const std::vector<RegretSummaryRow>& rows, const ReportContext& context);

@@ -6,7 +6,7 @@
 // The model: a decode step costs a launch, plus waves of CTAs streaming their share of
 // 64-token K/V tiles (a CTA alone cannot pull more than a fixed bandwidth; together they
 // share the HBM bandwidth), plus the combine when more than one split holds work. Paged
-// caches pay a little per tile. It reproduces the shape of the trade-off (few CTAs want
+// caches pay a little per tile; an e4m3 cache's tiles are half the bytes. It reproduces the shape of the trade-off (few CTAs want
 // many splits, long sequences tolerate more), not H200 numbers.
 #pragma once
 
@@ -20,7 +20,8 @@ namespace splitkv::heuristics {
 
 struct SyntheticGrid {
   std::vector<std::pair<KvLayout, int>> layouts{{KvLayout::contiguous, 0}};  // (layout, page size)
-  std::vector<DType> dtypes{DType::bf16};
+  // q/out and cache types; {bf16, fp8_e4m3} is an e4m3 cache, whose tiles hold half the bytes.
+  std::vector<tuner::ElementTypes> dtypes{{DType::bf16, KvDtype::same_as_q}};
   std::vector<int> batches{1};
   std::vector<std::pair<int, int>> heads{{32, 8}};  // (num_heads, num_kv_heads)
   std::vector<int> head_dims{128};

@@ -9,12 +9,15 @@
 // and its LSE for the combine kernel.
 #pragma once
 
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cfloat>
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
+#include "splitkv/kernels/fp8_tile_layout.hpp"
 #include "splitkv/kernels/mma_sm80.cuh"
 #include "splitkv/split_partition.hpp"
 
@@ -56,6 +59,9 @@ struct DecodeKernelArgs {
   // CTAs of the CTA-per-item grid below this linear index are resident at the launch (the first
   // wave), so they can read their length and place their item before the wait.
   int early_ctas;
+  // fp8 caches: [batch, num_kv_heads] factors from codes to K / V values (null otherwise).
+  const float* k_descale;
+  const float* v_descale;
 };
 
 // The num_splits = auto table as a kernel argument of its own, so kernels launched without it
@@ -289,12 +295,54 @@ constexpr int merge_row_stride() {
   return kHeadDim + 8;
 }
 
+// The buffer the four warps merge their states through at an item's end (it reuses the ring).
+template <int kHeadDim>
+constexpr int merge_shared_bytes() {
+  return kWarpsPerCta * kMmaRows * merge_row_stride<kHeadDim>() * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
+}
+
 template <int kHeadDim>
 constexpr int decode_shared_bytes() {
   constexpr int elements = (2 * decode_stages<kHeadDim>() * kTokensPerTile + kMmaRows) * kHeadDim;
-  constexpr int epilogue = kWarpsPerCta * kMmaRows * merge_row_stride<kHeadDim>() * 4 + 2 * kWarpsPerCta * kMmaRows * 4;
-  return elements * 2 > epilogue ? elements * 2 : epilogue;
+  return elements * 2 > merge_shared_bytes<kHeadDim>() ? elements * 2 : merge_shared_bytes<kHeadDim>();
 }
+
+// fp8 caches: a ring of e4m3 K and V tiles (Fp8TileLayout), then the fp16 query. No converted
+// tile: the lanes convert their B fragments in registers. Half the bf16 ring's bytes per stage,
+// so at head_dim 128 four CTAs fit an SM where the bf16 kernel fits two.
+template <int kHeadDim>
+constexpr int fp8_decode_stages() {
+  return decode_stages<kHeadDim>();
+}
+
+template <int kHeadDim>
+constexpr int fp8_decode_shared_bytes() {
+  using Layout = Fp8TileLayout<kHeadDim>;
+  constexpr int pipeline =
+      fp8_decode_stages<kHeadDim>() * (Layout::kKeyTileBytes + Layout::kValueTileBytes) + kMmaRows * kHeadDim * 2;
+  return pipeline > merge_shared_bytes<kHeadDim>() ? pipeline : merge_shared_bytes<kHeadDim>();
+}
+// The persistent kernel gives each warp group the bf16 item's shared memory whatever the cache.
+static_assert(fp8_decode_shared_bytes<64>() <= decode_shared_bytes<64>() &&
+                  fp8_decode_shared_bytes<128>() <= decode_shared_bytes<128>() &&
+                  fp8_decode_shared_bytes<256>() <= decode_shared_bytes<256>(),
+              "an fp8 item fits a bf16 item's shared memory");
+
+// The query goes to fp16 for the fp8 path's f16 MMAs scaled by this, folded back into the softmax
+// scale: bf16 queries up to 65504 / kFp8QueryScale stay finite, and the smallest normal fp16 then
+// stands for |q| = 2^-14 / kFp8QueryScale, below which a query element's share of a score is noise.
+inline constexpr float kFp8QueryScale = 1.f / 16.f;
+
+// Four e4m3 codes as two fp16 pairs, the low two bytes in `low`. Exact: every e4m3 value is an
+// fp16 value (cvt.rn.f16x2.e4m3x2, one instruction per pair on sm_89+).
+__device__ __forceinline__ void e4m3x4_to_half2x2(uint32_t codes, uint32_t& low, uint32_t& high) {
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(low), "=r"(high)
+      : "r"(codes));
+}
+
+__device__ __forceinline__ float element_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float element_to_float(__half x) { return __half2float(x); }
 
 template <bool kPaged, int kHeadDim>
 __device__ __forceinline__ int64_t token_row_offset(const DecodeKernelArgs& args, int batch_index,
@@ -321,8 +369,9 @@ __device__ __forceinline__ void prefetch_item_tiles(const DecodeKernelArgs& args
                                                     int split, int splits, int length, bool whole_split_only,
                                                     int thread, int threads) {
   constexpr int kLineBytes = 128;
-  constexpr int kLinesPerRow = kHeadDim * static_cast<int>(sizeof(Element)) / kLineBytes;
-  static_assert(kLinesPerRow >= 1, "a token row of one kv head is at least one L2 line");
+  // An fp8 row at head_dim 64 is half a line: one prefetch per row.
+  constexpr int kRowBytes = kHeadDim * static_cast<int>(sizeof(Element));
+  constexpr int kLinesPerRow = kRowBytes >= kLineBytes ? kRowBytes / kLineBytes : 1;
   const SplitRange range = split_range(length, splits, split);
   if (whole_split_only && range.end - range.begin > args.prefetch_tiles * kTokensPerTile) return;
   const int tokens = min(range.end - range.begin, args.prefetch_tiles * kTokensPerTile);
@@ -355,15 +404,24 @@ __device__ __forceinline__ ItemPlacement item_placement(int seqlen, int splits, 
 // no, nothing is written and the call returns false. `placed`: the split's tokens and the
 // sequence's live split count (item_placement), which a caller may compute ahead of time (two
 // divisions). kCompactPartials: the partials are strided by `splits` (partial_split_stride).
-template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, typename Group, typename Held>
+// kFp8: the cache holds e4m3 codes (DecodeKernelArgs::k_descale / v_descale); the K descale is
+// folded into the softmax scale and the V descale into the output's normalization, exact in real
+// arithmetic, so the dequantization is a plain conversion.
+template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, bool kFp8, typename Group, typename Held>
 __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                    Group group, int batch_index, int kv_head, int split,
                                                    int splits, int seqlen, const ItemPlacement placed,
                                                    const Held& placement_held) {
   using Geometry = TileGeometry<kHeadDim>;
-  using Mma = TensorCore<Element>;
-  constexpr int kStages = decode_stages<kHeadDim>();
+  // fp8: f16 MMAs (every e4m3 value is an fp16 value; P keeps 3 more bits than in bf16).
+  using MmaElement = std::conditional_t<kFp8, __half, Element>;
+  using Mma = TensorCore<MmaElement>;
+  using Fp8Layout = Fp8TileLayout<kHeadDim>;
+  constexpr int kStages = kFp8 ? fp8_decode_stages<kHeadDim>() : decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
+  constexpr int kKeyStageBytes = kFp8 ? Fp8Layout::kKeyTileBytes : 0;
+  constexpr int kValueStageBytes = kFp8 ? Fp8Layout::kValueTileBytes : 0;
+  constexpr int kElementTiles = kFp8 ? 0 : kStages;  // the bf16 ring
 
   const int live_splits = placed.live_splits;
   const SplitRange range = placed.range;
@@ -372,17 +430,21 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   // Split 0 of an empty sequence still runs, to write zeros and LSE = -inf.
   if (range.begin >= range.end && !(split == 0 && seqlen == 0)) return placement_held();
 
-  Element* shared_k = reinterpret_cast<Element*>(shared_bytes);
-  Element* shared_v = shared_k + kStages * Geometry::kTileElements;
-  Element* shared_q = shared_v + kStages * Geometry::kTileElements;
+  unsigned char* code_k = shared_bytes;
+  unsigned char* code_v = code_k + kStages * kKeyStageBytes;
+  MmaElement* shared_k = reinterpret_cast<MmaElement*>(code_v + kStages * kValueStageBytes);
+  MmaElement* shared_v = shared_k + kElementTiles * Geometry::kTileElements;
+  MmaElement* shared_q = shared_v + kElementTiles * Geometry::kTileElements;
 
   const int lane = group.thread() % 32;
   const int warp = group.thread() / 32;
   const int first_head = kv_head * args.group_size;
   const int64_t q_row0 = static_cast<int64_t>(batch_index) * args.num_heads + first_head;
 
-  // Query group -> shared memory; padding rows are zeros so their scores stay finite.
-  for (int chunk = static_cast<int>(group.thread()); chunk < kMmaRows * kChunksPerRow; chunk += kThreadsPerCta) {
+  // Query group -> shared memory; padding rows are zeros so their scores stay finite. (fp8: below,
+  // converted, once the first tiles' loads are out.)
+  for (int chunk = static_cast<int>(group.thread()); !kFp8 && chunk < kMmaRows * kChunksPerRow;
+       chunk += kThreadsPerCta) {
     const int row = chunk / kChunksPerRow;
     const int column = chunk % kChunksPerRow;
     const Element* source = static_cast<const Element*>(args.q) + (q_row0 + row) * kHeadDim + column * 8;
@@ -391,23 +453,46 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
                   row < args.group_size);
   }
 
+  const int64_t descale_index = static_cast<int64_t>(batch_index) * args.num_kv_heads + kv_head;
+  const float scale_log2 =
+      kFp8 ? args.scale_log2 * args.k_descale[descale_index] * (1.f / kFp8QueryScale) : args.scale_log2;
+
   const int num_tiles = ceil_div(range.end - range.begin, kTokensPerTile);
   const Element* k_cache = static_cast<const Element*>(args.k);
   const Element* v_cache = static_cast<const Element*>(args.v);
   auto load_tile = [&](int tile, int stage) {
     const int first_token = range.begin + tile * kTokensPerTile;
+    if constexpr (kFp8) {
+      const unsigned char* k_codes = static_cast<const unsigned char*>(args.k);
+      const unsigned char* v_codes = static_cast<const unsigned char*>(args.v);
 #pragma unroll
-    for (int i = 0; i < Geometry::kChunksPerThread; ++i) {
-      const int chunk = group.thread() + i * kThreadsPerCta;
-      const int row = chunk / kChunksPerRow;
-      const int column = chunk % kChunksPerRow;
-      const int token = first_token + row;
-      const bool valid = token < range.end;
-      const int64_t offset =
-          valid ? token_row_offset<kPaged, kHeadDim>(args, batch_index, kv_head, token) + column * 8 : 0;
-      const int destination = stage * Geometry::kTileElements + Geometry::swizzle(row, column) * 8;
-      copy_async_16(shared_address(shared_k + destination), k_cache + offset, valid);
-      copy_async_16(shared_address(shared_v + destination), v_cache + offset, valid);
+      for (int i = 0; i < kTokensPerTile * Fp8Layout::kChunksPerRow / kThreadsPerCta; ++i) {
+        const int chunk = group.thread() + i * kThreadsPerCta;
+        const int row = chunk / Fp8Layout::kChunksPerRow;
+        const int column = chunk % Fp8Layout::kChunksPerRow;
+        const int token = first_token + row;
+        const bool valid = token < range.end;
+        const int64_t offset =
+            valid ? token_row_offset<kPaged, kHeadDim>(args, batch_index, kv_head, token) + column * 16 : 0;
+        copy_async_16(shared_address(code_k + stage * kKeyStageBytes + Fp8Layout::key_chunk_offset(row, column)),
+                      k_codes + offset, valid);
+        copy_async_16(shared_address(code_v + stage * kValueStageBytes + Fp8Layout::value_chunk_offset(row, column)),
+                      v_codes + offset, valid);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < Geometry::kChunksPerThread; ++i) {
+        const int chunk = group.thread() + i * kThreadsPerCta;
+        const int row = chunk / kChunksPerRow;
+        const int column = chunk % kChunksPerRow;
+        const int token = first_token + row;
+        const bool valid = token < range.end;
+        const int64_t offset =
+            valid ? token_row_offset<kPaged, kHeadDim>(args, batch_index, kv_head, token) + column * 8 : 0;
+        const int destination = stage * Geometry::kTileElements + Geometry::swizzle(row, column) * 8;
+        copy_async_16(shared_address(shared_k + destination), k_cache + offset, valid);
+        copy_async_16(shared_address(shared_v + destination), v_cache + offset, valid);
+      }
     }
   };
 
@@ -419,6 +504,25 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   if (!placement_held()) {
     copy_async_wait<0>();
     return false;
+  }
+  if constexpr (kFp8) {
+    // The query group in fp16, times kFp8QueryScale, at the positions of the K permutation
+    // (Fp8TileLayout::query_position); the first tile's barrier publishes it.
+    for (int chunk = static_cast<int>(group.thread()); chunk < kMmaRows * kChunksPerRow; chunk += kThreadsPerCta) {
+      const int row = chunk / kChunksPerRow;
+      const int column = chunk % kChunksPerRow;
+      uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+      if (row < args.group_size)
+        raw = *reinterpret_cast<const uint4*>(static_cast<const Element*>(args.q) + (q_row0 + row) * kHeadDim +
+                                              column * 8);
+      const Element* values = reinterpret_cast<const Element*>(&raw);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int position = Fp8Layout::query_position(column * 8 + e);
+        shared_q[Geometry::swizzle(row, position / 8) * 8 + position % 8] =
+            __float2half_rn(element_to_float(values[e]) * kFp8QueryScale);
+      }
+    }
   }
 
   // Accumulator fragment layout (m16n8): element e of n-tile j sits at row lane/4 (+8 for e>=2),
@@ -447,17 +551,43 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
     const int warp_first_token = range.begin + tile * kTokensPerTile + warp * kTokensPerWarp;
     if (warp_first_token >= range.end) continue;
     const int stage_offset = (tile % kStages) * Geometry::kTileElements;
-
     float scores[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    if constexpr (kFp8) {
+      // Chunk c of each of the lane's two K rows holds k-steps 4c..4c+3, one code word each.
+      const unsigned char* tile_k = code_k + (tile % kStages) * kKeyStageBytes;
 #pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      uint32_t q_fragment[4];
-      uint32_t k_fragment[4];
-      load_matrix_x4(q_fragment, shared_address(shared_q + Geometry::swizzle(q_row, kk * 2 + (matrix >> 1)) * 8));
-      load_matrix_x4(k_fragment, shared_address(shared_k + stage_offset +
-                                                Geometry::swizzle(k_row, kk * 2 + (matrix & 1)) * 8));
-      Mma::mma(scores[0], q_fragment, k_fragment[0], k_fragment[1]);
-      Mma::mma(scores[1], q_fragment, k_fragment[2], k_fragment[3]);
+      for (int c = 0; c < Fp8Layout::kKeyChunksPerLane; ++c) {
+        uint4 key_words[2];
+#pragma unroll
+        for (int n = 0; n < 2; ++n)
+          key_words[n] = *reinterpret_cast<const uint4*>(
+              tile_k + Fp8Layout::key_chunk_offset(warp * kTokensPerWarp + n * 8 + lane / 4,
+                                                   Fp8Layout::key_chunk(lane % 4, c)));
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          const int kk = 4 * c + w;
+          uint32_t q_fragment[4];
+          load_matrix_x4(q_fragment, shared_address(shared_q + Geometry::swizzle(q_row, kk * 2 + (matrix >> 1)) * 8));
+#pragma unroll
+          for (int n = 0; n < 2; ++n) {
+            const uint32_t word = w == 0 ? key_words[n].x : w == 1 ? key_words[n].y : w == 2 ? key_words[n].z : key_words[n].w;
+            uint32_t b0, b1;
+            e4m3x4_to_half2x2(word, b0, b1);
+            Mma::mma(scores[n], q_fragment, b0, b1);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        uint32_t q_fragment[4];
+        uint32_t k_fragment[4];
+        load_matrix_x4(q_fragment, shared_address(shared_q + Geometry::swizzle(q_row, kk * 2 + (matrix >> 1)) * 8));
+        load_matrix_x4(k_fragment, shared_address(shared_k + stage_offset +
+                                                  Geometry::swizzle(k_row, kk * 2 + (matrix & 1)) * 8));
+        Mma::mma(scores[0], q_fragment, k_fragment[0], k_fragment[1]);
+        Mma::mma(scores[1], q_fragment, k_fragment[2], k_fragment[3]);
+      }
     }
 
     float tile_max[2] = {-INFINITY, -INFINITY};
@@ -466,7 +596,7 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int token = warp_first_token + j * 8 + (lane % 4) * 2 + (e & 1);
-        scores[j][e] = token < range.end ? scores[j][e] * args.scale_log2 : -INFINITY;
+        scores[j][e] = token < range.end ? scores[j][e] * scale_log2 : -INFINITY;
         tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[j][e]);
       }
     float rescale[2];
@@ -500,13 +630,52 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
     // The S accumulators of two n-tiles are exactly the A fragment of P for one k16 step.
     const uint32_t p_fragment[4] = {Mma::pack(scores[0][0], scores[0][1]), Mma::pack(scores[0][2], scores[0][3]),
                                     Mma::pack(scores[1][0], scores[1][1]), Mma::pack(scores[1][2], scores[1][3])};
+    if constexpr (kFp8) {
+      // The lane's 4 token rows (2t, 2t+1, 2t+8, 2t+9 of the warp's 16): byte j % 4 of word j / 4
+      // of a row is B column lane / 4 of n-tile j; a byte permute pairs the rows of each k half.
+      const unsigned char* tile_v = code_v + (tile % kStages) * kValueStageBytes;
+      constexpr int kPassWords = kHeadDim == 64 ? 2 : 4;  // one 8- or 16-byte read per row and pass
 #pragma unroll
-    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
-      uint32_t v_fragment[4];
-      load_matrix_x4_transposed(v_fragment, shared_address(shared_v + stage_offset +
-                                                           Geometry::swizzle(v_row, dn * 2 + (matrix >> 1)) * 8));
-      Mma::mma(output[2 * dn], p_fragment, v_fragment[0], v_fragment[1]);
-      Mma::mma(output[2 * dn + 1], p_fragment, v_fragment[2], v_fragment[3]);
+      for (int pass = 0; pass < Fp8Layout::kValueBytesPerLane / 4 / kPassWords; ++pass) {
+        uint32_t value_words[4][kPassWords];
+#pragma unroll
+        for (int pick = 0; pick < 4; ++pick) {
+          const int row = warp * kTokensPerWarp + 2 * (lane % 4) + (pick & 1) + 8 * (pick >> 1);
+          const unsigned char* source = tile_v + Fp8Layout::value_word_offset(row, lane / 4, pass * kPassWords);
+          if constexpr (kPassWords == 2) {
+            const uint2 words = *reinterpret_cast<const uint2*>(source);
+            value_words[pick][0] = words.x;
+            value_words[pick][1] = words.y;
+          } else {
+            const uint4 words = *reinterpret_cast<const uint4*>(source);
+            value_words[pick][0] = words.x;
+            value_words[pick][1] = words.y;
+            value_words[pick][2] = words.z;
+            value_words[pick][3] = words.w;
+          }
+        }
+#pragma unroll
+        for (int w = 0; w < kPassWords; ++w)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int j = 4 * (pass * kPassWords + w) + 2 * half;  // n-tiles j and j + 1
+            const uint32_t selector = half == 0 ? 0x5140u : 0x7362u;
+            uint32_t low_k_even, low_k_odd, high_k_even, high_k_odd;
+            e4m3x4_to_half2x2(__byte_perm(value_words[0][w], value_words[1][w], selector), low_k_even, low_k_odd);
+            e4m3x4_to_half2x2(__byte_perm(value_words[2][w], value_words[3][w], selector), high_k_even, high_k_odd);
+            Mma::mma(output[j], p_fragment, low_k_even, high_k_even);
+            Mma::mma(output[j + 1], p_fragment, low_k_odd, high_k_odd);
+          }
+      }
+    } else {
+#pragma unroll
+      for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+        uint32_t v_fragment[4];
+        load_matrix_x4_transposed(v_fragment, shared_address(shared_v + stage_offset +
+                                                             Geometry::swizzle(v_row, dn * 2 + (matrix >> 1)) * 8));
+        Mma::mma(output[2 * dn], p_fragment, v_fragment[0], v_fragment[1]);
+        Mma::mma(output[2 * dn + 1], p_fragment, v_fragment[2], v_fragment[3]);
+      }
     }
   }
 
@@ -551,6 +720,9 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   // exp2(its max - the CTA's max) / the CTA's sum, and stores them; the thread at column 0 also
   // stores the row's LSE (natural log, as FlashAttention returns it; -inf for a row with no tokens).
   const int64_t split_stride = partial_split_stride<kCompactPartials>(args, splits);
+  // Loaded here rather than held through the tiles: the persistent kernel at head_dim 64 has no
+  // register to spare for it.
+  const float output_scale = kFp8 ? args.v_descale[descale_index] : 1.f;
   for (int index = static_cast<int>(group.thread()) * 4; index < args.group_size * kHeadDim; index += kThreadsPerCta * 4) {
     const int row = index / kHeadDim;
     const int column = index % kHeadDim;
@@ -578,22 +750,33 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
       sum.z += parts[w].z * scale;
       sum.w += parts[w].w * scale;
     }
-    const float inverse = cta_sum > 0.f ? 1.f / cta_sum : 0.f;
+    const float inverse = cta_sum > 0.f ? output_scale / cta_sum : 0.f;
     sum.x *= inverse;
     sum.y *= inverse;
     sum.z *= inverse;
     sum.w *= inverse;
     const int64_t head_row = q_row0 + row;
     const float lse = cta_sum > 0.f ? (safe_max + log2f(cta_sum)) * 0.69314718055994531f : -INFINITY;
+    // fp8: accumulator column c holds head dim Fp8TileLayout::output_dim(c).
+    auto dim_of = [&](int offset) { return kFp8 ? Fp8Layout::output_dim(column + offset) : column + offset; };
     if (writes_final_output) {
-      Element* destination = static_cast<Element*>(args.out) + head_row * kHeadDim + column;
-      destination[0] = Mma::from_float(sum.x);
-      destination[1] = Mma::from_float(sum.y);
-      destination[2] = Mma::from_float(sum.z);
-      destination[3] = Mma::from_float(sum.w);
+      using Output = TensorCore<Element>;
+      Element* destination = static_cast<Element*>(args.out) + head_row * kHeadDim;
+      destination[dim_of(0)] = Output::from_float(sum.x);
+      destination[dim_of(1)] = Output::from_float(sum.y);
+      destination[dim_of(2)] = Output::from_float(sum.z);
+      destination[dim_of(3)] = Output::from_float(sum.w);
       if (column == 0 && args.lse != nullptr) args.lse[head_row] = lse;
     } else {
-      *reinterpret_cast<float4*>(args.partial_out + (head_row * split_stride + split) * kHeadDim + column) = sum;
+      float* destination = args.partial_out + (head_row * split_stride + split) * kHeadDim;
+      if constexpr (kFp8) {
+        destination[dim_of(0)] = sum.x;
+        destination[dim_of(1)] = sum.y;
+        destination[dim_of(2)] = sum.z;
+        destination[dim_of(3)] = sum.w;
+      } else {
+        *reinterpret_cast<float4*>(destination + column) = sum;
+      }
       if (column == 0) args.partial_lse[head_row * split_stride + split] = lse;
     }
   }
@@ -605,11 +788,11 @@ struct PlacementAlwaysHolds {
   __device__ __forceinline__ bool operator()() const { return true; }
 };
 
-template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, typename Group>
+template <typename Element, int kHeadDim, bool kPaged, bool kCompactPartials, bool kFp8, typename Group>
 __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, unsigned char* shared_bytes,
                                                  Group group, int batch_index, int kv_head, int split,
                                                  int splits, int seqlen) {
-  decode_placed_item<Element, kHeadDim, kPaged, kCompactPartials>(args, shared_bytes, group, batch_index, kv_head,
+  decode_placed_item<Element, kHeadDim, kPaged, kCompactPartials, kFp8>(args, shared_bytes, group, batch_index, kv_head,
                                                                   split, splits, seqlen,
                                                                   item_placement(seqlen, splits, split),
                                                                   PlacementAlwaysHolds{});
@@ -620,9 +803,12 @@ __device__ __forceinline__ void decode_work_item(const DecodeKernelArgs& args, u
 // CTAs past a sequence's live splits exit at once.
 // Split is the grid's slow axis: the CTAs of split 0 of every (sequence, kv head) come first,
 // then split 1, and so on, so the CTAs that hold work are spread over all SMs.
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto>
-__global__ void __launch_bounds__(kThreadsPerCta)
+// kFp8: an e4m3 cache (decode_placed_item); Element is then q's and out's type.
+// fp8 at head_dim 128: 4 CTAs per SM, as many as its shared memory allows (128 registers a thread).
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto, bool kFp8>
+__global__ void __launch_bounds__(kThreadsPerCta, kFp8 && kHeadDim == 128 ? 4 : 1)
     decode_split_kv_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
+  using CacheElement = std::conditional_t<kFp8, unsigned char, Element>;
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   const int batch_index = blockIdx.x / args.num_kv_heads;
   const int kv_head = blockIdx.x % args.num_kv_heads;
@@ -637,7 +823,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
       int length = clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index));
       ItemPlacement placed = item_placement(length, args.num_splits, blockIdx.y);
       if (args.prefetch_tiles > 0 && linear_cta < args.prefetch_ctas)
-        prefetch_item_tiles<Element, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits, length,
+        prefetch_item_tiles<CacheElement, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits, length,
                                                true, threadIdx.x, kThreadsPerCta);
       // The compiler would otherwise recompute these where they are used, after the wait.
       asm volatile("" : "+r"(length), "+r"(placed.live_splits), "+r"(placed.range.begin), "+r"(placed.range.end));
@@ -646,7 +832,7 @@ __global__ void __launch_bounds__(kThreadsPerCta)
       const int loaded = args.cache_seqlens[batch_index];  // asked for now, used once the copies are out
       auto same_length = [&] { return clamp_to_capacity(args, loaded) == length; };
       // One call site in a loop, so the item's code is not duplicated.
-      while (!decode_placed_item<Element, kHeadDim, kPaged, false>(args, shared_bytes, WarpGroup<1>{}, batch_index,
+      while (!decode_placed_item<Element, kHeadDim, kPaged, false, kFp8>(args, shared_bytes, WarpGroup<1>{}, batch_index,
                                                                    kv_head, blockIdx.y, args.num_splits, length,
                                                                    placed, same_length)) {
         length = clamp_to_capacity(args, loaded);
@@ -660,14 +846,14 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     // previous call's, and a partial prefetch then competed with that call and was evicted before
     // use (+1.3-2 us on 16-134 MB calls).
     if (args.prefetch_tiles > 0 && args.per_sequence_splits == 0 && linear_cta < args.prefetch_ctas)
-      prefetch_item_tiles<Element, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits,
+      prefetch_item_tiles<CacheElement, kHeadDim>(args, batch_index, kv_head, blockIdx.y, args.num_splits,
                                              clamp_to_capacity(args, load_l2_only(args.cache_seqlens + batch_index)),
                                              true, threadIdx.x, kThreadsPerCta);
   }
   wait_for_prerequisite_grids();  // q, lengths and the cache may come from the previous kernel
   allow_dependent_grids_to_launch();  // the combine only waits, so let it get resident early
   const int batch_auto_splits = batch_auto_split_count<kThreadsPerCta>(args, auto_table);
-  decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, shared_bytes, WarpGroup<1>{}, batch_index, kv_head,
+  decode_work_item<Element, kHeadDim, kPaged, kAuto, kFp8>(args, shared_bytes, WarpGroup<1>{}, batch_index, kv_head,
                                                      blockIdx.y, splits_of_sequence(args, batch_index, batch_auto_splits),
                                                      clamped_length(args, batch_index));
 }
@@ -753,9 +939,10 @@ static_assert(persistent_warp_groups<64>() == 3 && persistent_warp_groups<128>()
 // only a wrong guess pays (the loads are drained and the item is redone). Paged caches do not
 // guess: past a sequence's real length its block-table entries may name no page at all. Nor does
 // head_dim 256, whose accumulators leave no registers for the guess's second copy of the item.
-template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups>
+template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups, bool kFp8>
 __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
+  using CacheElement = std::conditional_t<kFp8, unsigned char, Element>;
   constexpr int kThreads = kThreadsPerCta * kWarpGroups;
   constexpr bool kGuesses = kAuto && !kPaged && kHeadDim <= 128;
   using Group = WarpGroup<kWarpGroups>;
@@ -785,7 +972,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
         guess_split = item / rows;
         guess_placed = item_placement(guess_length, guess_splits, guess_split);
         if (args.prefetch_tiles > 0)
-          prefetch_item_tiles<Element, kHeadDim>(args, guess_batch_index, guess_kv_head, guess_split, guess_splits,
+          prefetch_item_tiles<CacheElement, kHeadDim>(args, guess_batch_index, guess_kv_head, guess_split, guess_splits,
                                                  guess_length, false, Group::thread(), kThreadsPerCta);
       }
     }
@@ -828,7 +1015,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
       bool held = false;
       if (guess_length >= 0) {
         held = virtual_cta < guess_items
-                   ? decode_placed_item<Element, kHeadDim, kPaged, true>(args, group_shared, group, guess_batch_index,
+                   ? decode_placed_item<Element, kHeadDim, kPaged, true, kFp8>(args, group_shared, group, guess_batch_index,
                                                                          guess_kv_head, guess_split, guess_splits,
                                                                          guess_length, guess_placed, guess_held)
                    : guess_held();
@@ -870,7 +1057,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     for (int item = next_item; item < per_sequence * args.batch; item += virtual_ctas) {
       const int row = item % rows;
       group.sync();  // the previous item's epilogue is done with the group's pipeline buffers
-      decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, group_shared, group, row / args.num_kv_heads,
+      decode_work_item<Element, kHeadDim, kPaged, kAuto, kFp8>(args, group_shared, group, row / args.num_kv_heads,
                                                          row % args.num_kv_heads, item / rows, batch_auto_splits,
                                                          uniform_length);
     }
@@ -915,7 +1102,7 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
     }
     const int local = item - first_item[low];
     group.sync();
-    decode_work_item<Element, kHeadDim, kPaged, kAuto>(args, group_shared, group, low, local % args.num_kv_heads,
+    decode_work_item<Element, kHeadDim, kPaged, kAuto, kFp8>(args, group_shared, group, low, local % args.num_kv_heads,
                                                        local / args.num_kv_heads,
                                                        splits_of_sequence(args, low, batch_auto_splits),
                                                        clamped_length(args, low));

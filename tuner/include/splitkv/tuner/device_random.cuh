@@ -39,4 +39,35 @@ inline cudaError_t fill_uniform(void* data, std::size_t count, DType dtype, std:
   return cudaGetLastError();
 }
 
+// Random e4m3 codes (uniform over the 254 finite ones: 0x7F / 0xFF NaN are skipped), so a sweep
+// reads fp8 caches whose every exponent occurs.
+__global__ inline void fill_e4m3_codes_kernel(std::uint8_t* data, std::size_t count, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float u = uniform_from_counter(i, seed) * 0.5f + 0.5f;  // [0, 1)
+    int code = min(static_cast<int>(u * 254.f), 253);
+    code += code >= 0x7F ? 1 : 0;  // skip 0x7F
+    data[i] = static_cast<std::uint8_t>(code);
+  }
+}
+
+inline cudaError_t fill_e4m3_codes(void* data, std::size_t count, std::uint64_t seed, cudaStream_t stream) {
+  fill_e4m3_codes_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(data), count, seed);
+  return cudaGetLastError();
+}
+
+// Random fp32 values uniform in [low, high): per-(sequence, kv head) descales.
+__global__ inline void fill_range_kernel(float* data, std::size_t count, float low, float high, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    data[i] = low + (uniform_from_counter(i, seed) * 0.5f + 0.5f) * (high - low);
+  }
+}
+
+inline cudaError_t fill_range(float* data, std::size_t count, float low, float high, std::uint64_t seed,
+                              cudaStream_t stream) {
+  fill_range_kernel<<<64, 256, 0, stream>>>(data, count, low, high, seed);
+  return cudaGetLastError();
+}
+
 }  // namespace splitkv::tuner

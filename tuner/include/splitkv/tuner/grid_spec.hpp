@@ -64,7 +64,7 @@ struct GridAxis {
 struct GridBlock {
   std::string path;  // "blocks[i]", or "" for a grid without blocks
   GridAxis<LayoutChoice> layouts;
-  GridAxis<DType> dtypes;
+  GridAxis<ElementTypes> dtypes;
   GridAxis<int> batch;
   GridAxis<HeadConfig> heads;
   GridAxis<int> head_dim;

@@ -42,10 +42,26 @@ std::optional<LengthDistribution> parse_length_distribution(std::string_view tex
 bool is_length_file_name(std::string_view name);
 int bytes_per_element(DType dtype);
 
+// What a grid's `dtypes` entry and the CSV's dtype column name: q/out's type and the cache's.
+// "bf16" and "fp16" are caches of that type; "fp8_e4m3" is a bf16 q/out over an e4m3 cache.
+struct ElementTypes {
+  DType dtype = DType::bf16;
+  KvDtype kv_dtype = KvDtype::same_as_q;
+  friend bool operator==(const ElementTypes& a, const ElementTypes& b) {
+    return a.dtype == b.dtype && a.kv_dtype == b.kv_dtype;
+  }
+  friend bool operator<(const ElementTypes& a, const ElementTypes& b) {
+    return std::tie(a.kv_dtype, a.dtype) < std::tie(b.kv_dtype, b.dtype);
+  }
+};
+std::string to_string(ElementTypes types);
+std::optional<ElementTypes> parse_element_types(std::string_view text);
+
 struct SweepPoint {
   KvLayout layout = KvLayout::contiguous;
   int page_size = 0;  // tokens per page; 0 for contiguous
-  DType dtype = DType::bf16;
+  DType dtype = DType::bf16;  // q and out
+  KvDtype kv_dtype = KvDtype::same_as_q;
   int batch = 1;
   int num_heads = 1;
   int num_kv_heads = 1;
@@ -65,6 +81,8 @@ struct SweepPoint {
   std::string shape_key() const;
 
   int group_size() const { return num_heads / num_kv_heads; }
+  ElementTypes element_types() const { return {dtype, kv_dtype}; }
+  int kv_element_bytes() const { return kv_dtype == KvDtype::fp8_e4m3 ? 1 : bytes_per_element(dtype); }
   int kv_tiles() const;  // 64-token tiles of the longest real length
   int pages_per_sequence() const;   // paged: pages holding the longest real length
   std::vector<std::int32_t> real_lengths() const;  // see `lengths`
@@ -88,7 +106,7 @@ struct SweepPoint {
   DecodeParams to_decode_params() const;
 
   auto fields() const {
-    return std::tie(layout, page_size, dtype, batch, num_heads, num_kv_heads, head_dim,
+    return std::tie(layout, page_size, dtype, kv_dtype, batch, num_heads, num_kv_heads, head_dim,
                     context_len, cache_capacity, length_distribution, num_splits);
   }
   friend bool operator==(const SweepPoint& a, const SweepPoint& b) { return a.fields() == b.fields(); }
