@@ -307,19 +307,14 @@ constexpr int decode_shared_bytes() {
   return elements * 2 > merge_shared_bytes<kHeadDim>() ? elements * 2 : merge_shared_bytes<kHeadDim>();
 }
 
-// fp8 caches: a ring of e4m3 K and V tiles (Fp8TileLayout), then the fp16 query. No converted
-// tile: the lanes convert their B fragments in registers. Half the bf16 ring's bytes per stage,
-// so at head_dim 128 four CTAs fit an SM where the bf16 kernel fits two.
-template <int kHeadDim>
-constexpr int fp8_decode_stages() {
-  return decode_stages<kHeadDim>();
-}
-
+// fp8 caches: a ring of e4m3 K and V tiles (Fp8TileLayout) with the bf16 ring's stage count, then
+// the fp16 query. No converted tile: the lanes convert their B fragments in registers. Half the
+// bf16 ring's bytes per stage, so at head_dim 128 four CTAs fit an SM where the bf16 kernel fits two.
 template <int kHeadDim>
 constexpr int fp8_decode_shared_bytes() {
   using Layout = Fp8TileLayout<kHeadDim>;
   constexpr int pipeline =
-      fp8_decode_stages<kHeadDim>() * (Layout::kKeyTileBytes + Layout::kValueTileBytes) + kMmaRows * kHeadDim * 2;
+      decode_stages<kHeadDim>() * (Layout::kKeyTileBytes + Layout::kValueTileBytes) + kMmaRows * kHeadDim * 2;
   return pipeline > merge_shared_bytes<kHeadDim>() ? pipeline : merge_shared_bytes<kHeadDim>();
 }
 // The persistent kernel gives each warp group the bf16 item's shared memory whatever the cache.
@@ -417,7 +412,7 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
   using MmaElement = std::conditional_t<kFp8, __half, Element>;
   using Mma = TensorCore<MmaElement>;
   using Fp8Layout = Fp8TileLayout<kHeadDim>;
-  constexpr int kStages = kFp8 ? fp8_decode_stages<kHeadDim>() : decode_stages<kHeadDim>();
+  constexpr int kStages = decode_stages<kHeadDim>();
   constexpr int kChunksPerRow = Geometry::kChunksPerRow;
   constexpr int kKeyStageBytes = kFp8 ? Fp8Layout::kKeyTileBytes : 0;
   constexpr int kValueStageBytes = kFp8 ? Fp8Layout::kValueTileBytes : 0;
