@@ -3,8 +3,12 @@
 # (the device tool brings that folder back); a short table is printed last.
 #
 #   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile]
-#                         [multigpu] [flashinfer] [fa3] [all]
-#   (default: all; profile, multigpu, flashinfer and fa3 are never part of all)
+#                         [multigpu] [flashinfer] [fa3] [fp8peers] [fp8profile] [all]
+#   (default: all; profile, multigpu, flashinfer, fa3, fp8peers and fp8profile are never part of all)
+#
+# fp8peers races our fp8 kernel against FlashAttention 3's (scripts/bench_fp8_peers.py) into
+# results/h200/peers_fp8.csv and report/fp8_peers.md; the call must carry .whl/ (the fa3_fwd wheel).
+# fp8profile runs Nsight Compute on the fp8 kernel (SPLITKV_FP8_PROFILE picks the shapes).
 #
 # multigpu times one grid twice: with `splitkv sweep --devices all` (--devices 0,0, two workers
 # sharing the GPU, where only one is visible) and as one process on GPU 0, then prints both wall
@@ -82,6 +86,7 @@ targets="${SPLITKV_BUILD_TARGETS:-splitkv_gpu_tests splitkv_c splitkv splitkv_he
 wants bench && targets="$targets decode_kernel_bench"
 wants lookup && targets="$targets heuristics_lookup_bench"
 wants probe && targets="$targets cta_placement_probe"
+[[ "$steps" == *" fp8profile "* ]] && targets="$targets decode_kernel_bench"
 if ! cmake --build build-device -j "$(nproc)" --target $targets >"$LOG/build.log" 2>&1; then
   grep -E "error|Error" -A3 "$LOG/build.log" | head -60
   exit 1
@@ -294,6 +299,47 @@ if wants peers; then
     --lib build-device/kernels/libsplitkv_c.so --heuristic-lib build-device/heuristics/libsplitkv_heuristics_c.so \
     --out results/h200/peers.csv --groups "${SPLITKV_PEER_GROUPS:-anchors,capacity,head_dim,batch_sweep,context_sweep}" \
     --flex-groups "${SPLITKV_FLEX_GROUPS:-}" "${peer_kernel_args[@]}" 2>&1 | tee "$LOG/peers.log" | cut -c1-220
+fi
+if [[ "$steps" == *" fp8peers "* ]]; then
+  section "fp8 peers (scripts/bench_fp8_peers.py: our fp8 kernel against FlashAttention 3's)"
+  if ls .whl/fa3_fwd-*.whl >/dev/null 2>&1 && rm -rf /tmp/fa3 && python3 -m zipfile -e .whl/fa3_fwd-*.whl /tmp/fa3; then
+    PYTHONUNBUFFERED=1 timeout -s INT "${SPLITKV_FP8_PEERS_SECONDS:-300}" python3 scripts/bench_fp8_peers.py \
+      --lib build-device/kernels/libsplitkv_c.so --heuristic-lib build-device/heuristics/libsplitkv_heuristics_c.so \
+      --fa3-path /tmp/fa3 --out results/h200/peers_fp8.csv 2>&1 | tee "$LOG/peers_fp8.log" | cut -c1-220
+    rc=${PIPESTATUS[0]}
+    python3 scripts/bench_fp8_peers.py --summarize results/h200/peers_fp8.csv | tail -3
+    summary+=$(printf '\n%-28s exit %d, %s' "fp8 peers" "$rc" "$(grep -E '^Shapes both ran' results/h200/report/fp8_peers.md | cut -c1-160)")
+    [[ $rc -eq 0 ]] || status=1
+  else
+    echo "fp8peers: the call must carry .whl/ with the fa3_fwd wheel"; status=1
+  fi
+fi
+if [[ "$steps" == *" fp8profile "* ]]; then
+  # Nsight Compute on decode_kernel_bench's fp8 kernel, one launch per (shape, layout) of
+  # SPLITKV_FP8_PROFILE (entries BxL:splits:layout, d128 32/8), clocks left alone.
+  section "fp8 profile (Nsight Compute on decode_kernel_bench)"
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  mkdir -p "$LOG/ncu"
+  for entry in ${SPLITKV_FP8_PROFILE:-16x65536:4:contiguous 64x16384:1:contiguous 64x16384:1:paged16}; do
+    IFS=: read -r shape splits layout <<<"$entry"
+    printf 'batch,num_heads,num_kv_heads,context_len,fa2_sdpa_us,cudnn_sdpa_us,cudnn_tbps\n%s,32,8,%s,0,0,0\n' \
+      "${shape%x*}" "${shape#*x}" >"$LOG/ncu/$shape.csv"
+    timeout 200 "$ncu" --clock-control none --kernel-name regex:decode_split --launch-skip 20 --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats --section SchedulerStats \
+      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats -o "$LOG/ncu/fp8_${entry//:/_}" \
+      build-device/tuner/decode_kernel_bench "$LOG/ncu/$shape.csv" --splits "$splits" --layouts "$layout" \
+      --kv-dtypes fp8_e4m3 --out "$LOG/ncu/bench_$shape.csv" >"$LOG/ncu/fp8_${entry//:/_}.log" 2>&1
+    "$ncu" --import "$LOG/ncu/fp8_${entry//:/_}.ncu-rep" --page details --csv >"$LOG/ncu/fp8_${entry//:/_}_details.csv" 2>/dev/null
+    "$ncu" --import "$LOG/ncu/fp8_${entry//:/_}.ncu-rep" --page raw --csv >"$LOG/ncu/fp8_${entry//:/_}_raw.csv" 2>/dev/null
+    python3 - "$LOG/ncu/fp8_${entry//:/_}_details.csv" "$entry" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]))) if open(sys.argv[1]).read(1) else []
+keep = ("Duration", "DRAM Throughput", "Memory Throughput", "Achieved Occupancy", "No Eligible", "Issued Warp",
+        "Warp Cycles Per Issued Instruction", "Executed Ipc Active", "Registers Per Thread", "Theoretical Occupancy")
+print(sys.argv[2], "; ".join(f"{r['Metric Name']}={r['Metric Value']} {r['Metric Unit']}" for r in rows
+                             if r.get("Metric Name") in keep))
+PY
+  done
 fi
 if [[ "$steps" == *" profile "* ]]; then
   section "profile (Nsight Compute on the fixed-count and auto split kernels)"

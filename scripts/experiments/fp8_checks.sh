@@ -22,14 +22,14 @@ timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/s
   --gtest_filter='Fp8DecodeAttentionGpu.EveryCode*' >"$OUT/fp8_memcheck.log" 2>&1
 rc=$?
 summary+=$(printf '\n%-24s exit %d, %s' "memcheck" "$rc" "$(grep 'ERROR SUMMARY' "$OUT/fp8_memcheck.log" | tail -1)")
-"$build/tuner/bench/decode_kernel_bench" tuner/bench/fp8_bandwidth_shapes.csv --out "$OUT/fp8_vs_bf16.csv" \
+"$build/tuner/decode_kernel_bench" tuner/bench/fp8_bandwidth_shapes.csv --out "$OUT/fp8_vs_bf16.csv" \
   --splits 1,2,4,8 --layouts contiguous,paged16 --kv-dtypes bf16,fp8_e4m3 >"$OUT/fp8_bench.log" 2>&1
 rc=$?
 summary+=$(printf '\n%-24s exit %d' "bench" "$rc")
 if [[ ${FP8_NCU:-0} == 1 ]]; then
   timeout 200 ncu --clock-control none --kernel-name regex:decode_split --launch-count 4 \
     --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis \
-    "$build/tuner/bench/decode_kernel_bench" tuner/bench/fp8_bandwidth_shapes.csv --splits 2 --layouts contiguous \
+    "$build/tuner/decode_kernel_bench" tuner/bench/fp8_bandwidth_shapes.csv --splits 2 --layouts contiguous \
     --kv-dtypes fp8_e4m3 >"$OUT/fp8_ncu.log" 2>&1
   summary+=$(printf '\n%-24s exit %d' "ncu" "$?")
 fi
