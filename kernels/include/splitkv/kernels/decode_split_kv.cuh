@@ -328,6 +328,10 @@ static_assert(fp8_decode_shared_bytes<64>() <= decode_shared_bytes<64>() &&
 // stands for |q| = 2^-14 / kFp8QueryScale, below which a query element's share of a score is noise.
 inline constexpr float kFp8QueryScale = 1.f / 16.f;
 
+// How far (log2 units) a row's scores may pass its running max before the accumulators are
+// rescaled: probabilities stay below 2^8.
+inline constexpr float kRescaleSlackLog2 = 8.f;
+
 // Four e4m3 codes as two fp16 pairs, the low two bytes in `low`. Exact: every e4m3 value is an
 // fp16 value (cvt.rn.f16x2.e4m3x2, one instruction per pair on sm_89+).
 __device__ __forceinline__ void e4m3x4_to_half2x2(uint32_t codes, uint32_t& low, uint32_t& high) {
@@ -594,33 +598,42 @@ __device__ __forceinline__ bool decode_placed_item(const DecodeKernelArgs& args,
         scores[j][e] = token < range.end ? scores[j][e] * scale_log2 : -INFINITY;
         tile_max[e / 2] = fmaxf(tile_max[e / 2], scores[j][e]);
       }
-    float rescale[2];
+    // The reference max of a row moves only when a tile's scores pass it by more than
+    // kRescaleSlackLog2, so most tiles skip rescaling the accumulators (a multiply per output
+    // element); probabilities then reach 2^kRescaleSlackLog2, far inside f16's and bf16's range.
+    bool moves[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      const float new_max = fmaxf(row_max[r], tile_max[r]);
-      // A row with no finite score yet keeps max -inf; subtracting 0 keeps exp2 at 0, not NaN.
-      const float safe_max = new_max == -INFINITY ? 0.f : new_max;
-      rescale[r] = exp2f(row_max[r] - safe_max);
-      row_max[r] = new_max;
-      row_sum[r] *= rescale[r];
-      tile_max[r] = safe_max;
+      moves[r] = tile_max[r] > row_max[r] + kRescaleSlackLog2;
     }
+    if (__any_sync(0xffffffffu, moves[0] || moves[1])) {
+      float rescale[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        rescale[r] = moves[r] ? exp2f(row_max[r] - tile_max[r]) : 1.f;
+        row_max[r] = moves[r] ? tile_max[r] : row_max[r];
+        row_sum[r] *= rescale[r];
+      }
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 8; ++j) {
+        output[j][0] *= rescale[0];
+        output[j][1] *= rescale[0];
+        output[j][2] *= rescale[1];
+        output[j][3] *= rescale[1];
+      }
+    }
+    // A row with no finite score yet keeps max -inf; subtracting 0 keeps exp2 at 0, not NaN.
+    const float reference_max[2] = {row_max[0] == -INFINITY ? 0.f : row_max[0],
+                                    row_max[1] == -INFINITY ? 0.f : row_max[1]};
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        scores[j][e] = exp2f(scores[j][e] - tile_max[e / 2]);
+        scores[j][e] = exp2f(scores[j][e] - reference_max[e / 2]);
         row_sum[e / 2] += scores[j][e];
       }
-#pragma unroll
-    for (int j = 0; j < kHeadDim / 8; ++j) {
-      output[j][0] *= rescale[0];
-      output[j][1] *= rescale[0];
-      output[j][2] *= rescale[1];
-      output[j][3] *= rescale[1];
-    }
 
     // The S accumulators of two n-tiles are exactly the A fragment of P for one k16 step.
     const uint32_t p_fragment[4] = {Mma::pack(scores[0][0], scores[0][1]), Mma::pack(scores[0][2], scores[0][3]),
