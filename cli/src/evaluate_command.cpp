@@ -56,10 +56,12 @@ CLI::App* add_evaluate_command(CLI::App& app, EvaluateCommandOptions& options) {
                      "Skip the leave-one-context-length-out, leave-one-batch-out and leave-one-CTA-count-out refits.");
   evaluate->add_option("--table", options.table,
                        "Evaluate this table as `ours` instead of fitting one on the results CSV: a header "
-                       "emitted by `splitkv fit` (e.g. heuristics/generated/num_splits_h200.hpp), or the GPU name "
-                       "of a table compiled into this build (\"NVIDIA H200\" or h200). Nothing is fitted, so "
-                       "there is no cross-validation. Refused (exit 2) when the table was made for another GPU "
-                       "or SM count than the CSV's, unless --allow-other-gpu.");
+                       "emitted by `splitkv fit` (e.g. heuristics/generated/num_splits_h200.hpp), or the short name "
+                       "of a table compiled into this build (h200, fp8_h200), or its GPU name (\"NVIDIA H200\"), "
+                       "which picks that GPU's compiled-in table for the KV cache of the rows evaluated. Nothing is "
+                       "fitted, so there is no cross-validation. Refused (exit 2) when the table was made for "
+                       "another GPU or SM count than the CSV's, unless --allow-other-gpu, or for another KV cache "
+                       "class than the rows'.");
   evaluate->add_option("--reuse-table", options.reuse_table,
                        "With rows of another KV cache than 16bit (--kv-dtype fp8_e4m3): also score this 16-bit "
                        "table unchanged on them, as policy reused_16bit_table (its real-length lookup), in sample "

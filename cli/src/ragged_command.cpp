@@ -56,7 +56,8 @@ int run_ragged_command(const RaggedCommandOptions& options, std::ostream& out, s
       provenance += fmt::format("- device policies: `{}` (sha256 {})\n", display_path(options.policies_csv),
                                 tuner::sha256_file_hex(options.policies_csv).substr(0, 16));
     }
-    const NumSplitsPolicy ours = NumSplitsPolicy::for_device(fixed.gpu, fixed.sm_count);
+    const NumSplitsPolicy ours =
+        NumSplitsPolicy::for_device(fixed.gpu, fixed.sm_count, num_splits_kv_dtype(fixed.kv_dtype));
     provenance += fmt::format("- GPU `{}`, {} SMs; ours = {}\n", fixed.gpu, fixed.sm_count,
                               ours.table() ? fmt::format("compiled-in table `{}`", ours.table()->name)
                                            : std::string("the one-wave fallback (no table for this GPU)"));

@@ -6,6 +6,11 @@
 #if !defined(SPLITKV_HAS_GENERATED_TABLE_H200)
 #error "num_splits.hpp did not find the generated H200 table beside it"
 #endif
+#if !defined(SPLITKV_HAS_GENERATED_TABLE_FP8_H200)
+#error "num_splits.hpp did not find the generated H200 fp8 table beside it"
+#endif
+
+#include <cstring>
 
 namespace {
 
@@ -24,5 +29,10 @@ int main() {
   const splitkv::NumSplitsShape shape{4, 32, 8, 128, 4096, 8192};
   EngineAutoTable table;
   policy.fill_auto_splits(shape, table);
-  return policy(shape) >= 1 && table.splits[0][0] >= 1 && policy.table() != nullptr ? 0 : 1;
+  // An engine with an e4m3 cache names it, and gets the table fitted on that cache.
+  const auto fp8 = splitkv::NumSplitsPolicy::for_device("NVIDIA H200", 132, splitkv::NumSplitsKvDtype::fp8_e4m3);
+  const bool fp8_table = fp8.table() != nullptr && std::strcmp(fp8.table()->kv_dtype, "fp8_e4m3") == 0;
+  return policy(shape) >= 1 && table.splits[0][0] >= 1 && policy.table() != nullptr && fp8_table && fp8(shape) >= 1
+             ? 0
+             : 1;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "splitkv/heuristics/baseline_policies.hpp"
+#include "splitkv/heuristics/measurements.hpp"
 #include "splitkv/heuristics/ragged_report.hpp"
 #include "splitkv/num_splits.hpp"
 #include "splitkv/tuner/gpu_sweep.hpp"
@@ -25,7 +26,8 @@ tuner::DevicePolicies device_policies() {
   tuner::DevicePolicies policies;
   policies.auto_splits = [](const tuner::SweepPoint& shape, const std::string& device_name, int num_sms) {
     AutoSplitsTable table;
-    NumSplitsPolicy::for_device(device_name, num_sms).fill_auto_splits(num_splits_shape(shape, false), table);
+    NumSplitsPolicy::for_device(device_name, num_sms, num_splits_kv_dtype(kv_dtype_class_of(shape)))
+        .fill_auto_splits(num_splits_shape(shape, false), table);
     return table;
   };
   policies.fa3_dynamic = [](const tuner::SweepPoint& shape, int num_sms) {

@@ -48,15 +48,17 @@ void check_table_gpu(const FitRequest& request, const GivenTable& t, const char*
                                training.sm_count));
 }
 
-void check_given_tables(const FitRequest& request, const Measurements& training) {
-  if (request.table) {
-    check_table_gpu(request, *request.table, "--table", training);
-    if (request.table->kv_dtype != training.kv_dtype) {
+// `table`: request.table as given_table_for_rows picked it for the training rows.
+void check_given_tables(const FitRequest& request, const std::optional<GivenTable>& table,
+                        const Measurements& training) {
+  if (table) {
+    check_table_gpu(request, *table, "--table", training);
+    if (table->kv_dtype != training.kv_dtype) {
       throw InputError(fmt::format("--table {}: made for the {} KV cache, but the rows of {} evaluated are {}; score it "
                                    "on rows of its class (--kv-dtype {}), or a 16-bit table on other rows with "
                                    "--reuse-table",
-                                   request.table->source, to_string(request.table->kv_dtype), request.results_csv,
-                                   to_string(training.kv_dtype), to_string(request.table->kv_dtype)));
+                                   table->source, to_string(table->kv_dtype), request.results_csv,
+                                   to_string(training.kv_dtype), to_string(table->kv_dtype)));
     }
   }
   if (request.reused_table) {
@@ -112,7 +114,9 @@ FitProducts run_fit(const FitRequest& request) {
       request.gpu_short_name.empty() ? short_gpu_name(out.training.gpu) : request.gpu_short_name;
   check_short_name(gpu_short);
   out.short_name = table_short_name(out.training.kernel, gpu_short, out.training.kv_dtype);
-  check_given_tables(request, out.training);
+  std::optional<GivenTable> table;
+  if (request.table) table = given_table_for_rows(*request.table, out.training.kv_dtype);
+  check_given_tables(request, table, out.training);
   FitOptions options = request.options;
   if (options.sm_count == 0) options.sm_count = out.training.sm_count;  // waves are counted on the measured GPU
   if (const PeerKernel* peer = find_peer_kernel(out.training.kernel)) {
@@ -120,7 +124,7 @@ FitProducts run_fit(const FitRequest& request) {
   } else if (out.training.kv_dtype == KvDtypeClass::fp8_e4m3) {
     options.occupancy = kFp8KernelOccupancy;  // a smaller ring: more resident CTAs, other waves
   }
-  if (!request.table) out.fit = fit_heuristic(out.training.shapes, options);
+  if (!table) out.fit = fit_heuristic(out.training.shapes, options);
 
   if (!request.header_path.empty()) {
     out.header_path = request.header_path == "default" ? default_header_path(out.short_name) : request.header_path;
@@ -131,12 +135,12 @@ FitProducts run_fit(const FitRequest& request) {
   const int sms = out.training.sm_count;
   const std::string& kernel = out.training.kernel;
   const auto policies = [&] {
-    std::vector<Policy> tables = request.table ? given_table_policies(*request.table) : table_policies(out.fit);
+    std::vector<Policy> tables = table ? given_table_policies(*table) : table_policies(out.fit);
     for (Policy& p : reused_table_policies(request)) tables.push_back(std::move(p));
     return all_policies(std::move(tables), sms, kernel);
   };
   out.evaluations.push_back(evaluate_policies("in_sample", out.training.shapes, policies()));
-  if (request.cross_validate && !request.table) {
+  if (request.cross_validate && !table) {
     for (const CrossValidationScheme& scheme : default_cross_validation_schemes()) {
       if (auto e = cross_validate(out.training.shapes, scheme, sms, options, reused_table_policies(request))) {
         out.evaluations.push_back(std::move(*e));

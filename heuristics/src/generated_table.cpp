@@ -324,6 +324,13 @@ bool looks_like_header_path(const std::string& spec) {
   return ext == ".hpp" || ext == ".h" || spec.find('/') != std::string::npos;
 }
 
+// A compiled-in table's class, from its kKvDtype (none: 16bit); the classes a build compiles in
+// are those this reader knows.
+KvDtypeClass compiled_in_kv_dtype(const splitkv::GeneratedTable& t) {
+  const std::string_view cache = t.kv_dtype != nullptr ? t.kv_dtype : "";
+  return cache.empty() ? KvDtypeClass::sixteen_bit : parse_kv_dtype_class(cache).value();
+}
+
 }  // namespace
 
 int ParsedSplitTable::lookup(int batch, int num_kv_heads, int head_dim, int tokens, int page_size) const {
@@ -363,7 +370,7 @@ GeneratedHeader read_generated_header(const std::string& path) {
   return HeaderParser(path, bytes.str()).parse();
 }
 
-GivenTable load_given_table(const std::string& spec, const std::string& flag) {
+GivenTable load_given_table(const std::string& spec, const std::string& flag, KvDtypeClass kv_dtype) {
   GivenTable table;
   if (looks_like_header_path(spec)) {
     const auto header = std::make_shared<GeneratedHeader>(read_generated_header(spec));
@@ -380,22 +387,49 @@ GivenTable load_given_table(const std::string& spec, const std::string& flag) {
     return table;
   }
   const GeneratedTableList tables = compiled_in_tables();
+  const splitkv::GeneratedTable* chosen = nullptr;
+  for (std::size_t i = 0; i < tables.size && chosen == nullptr; ++i) {
+    if (spec == tables.data[i].name) chosen = &tables.data[i];
+  }
+  // A GPU name stands for the GPU's tables of every cache: the one for kv_dtype, else the 16-bit
+  // one, as NumSplitsPolicy picks them.
+  if (chosen == nullptr) {
+    for (std::size_t i = 0; i < tables.size; ++i) {
+      const splitkv::GeneratedTable& t = tables.data[i];
+      if (spec != t.gpu_name) continue;
+      const KvDtypeClass cache = compiled_in_kv_dtype(t);
+      if (cache == kv_dtype) {
+        chosen = &t;
+        break;
+      }
+      if (cache == KvDtypeClass::sixteen_bit && chosen == nullptr) chosen = &t;
+    }
+    table.by_gpu_name = chosen != nullptr;
+  }
+  if (chosen != nullptr) {
+    table.source = fmt::format("compiled-in table {}", chosen->name);
+    table.gpu_name = chosen->gpu_name;
+    table.sm_count = chosen->sm_count;
+    table.kv_dtype = compiled_in_kv_dtype(*chosen);
+    table.real_length = chosen->real_length;
+    table.capacity_only = chosen->capacity_only;
+    return table;
+  }
   std::string known;
   for (std::size_t i = 0; i < tables.size; ++i) {
     const splitkv::GeneratedTable& t = tables.data[i];
-    if (spec == t.gpu_name || spec == t.name) {
-      table.source = fmt::format("compiled-in table {}", t.name);
-      table.gpu_name = t.gpu_name;
-      table.sm_count = t.sm_count;
-      table.real_length = t.real_length;
-      table.capacity_only = t.capacity_only;
-      return table;
-    }
-    known += fmt::format("{}\"{}\" ({})", known.empty() ? "" : ", ", t.gpu_name, t.name);
+    const KvDtypeClass cache = compiled_in_kv_dtype(t);
+    known += fmt::format("{}\"{}\" ({}{})", known.empty() ? "" : ", ", t.gpu_name, t.name,
+                         cache == KvDtypeClass::sixteen_bit ? "" : fmt::format(", {} KV cache", to_string(cache)));
   }
   throw InputError(fmt::format("{} \"{}\": no such header file and no compiled-in table for that GPU "
                                "(compiled in: {})",
                                flag, spec, known.empty() ? "none" : known));
+}
+
+GivenTable given_table_for_rows(const GivenTable& table, KvDtypeClass kv_dtype) {
+  if (!table.by_gpu_name || table.kv_dtype == kv_dtype) return table;
+  return load_given_table(table.gpu_name, "--table", kv_dtype);
 }
 
 }  // namespace splitkv::heuristics

@@ -143,6 +143,18 @@ splitkv_cli_test(evaluate_table_of_other_kv_dtype 2
   evaluate ${SPLITKV_FIT_FIXTURES}/tiny_h200.csv --table ${SPLITKV_FIT_SCRATCH}/num_splits_fp8_h200.hpp
       --out ${SPLITKV_FIT_SCRATCH}/evaluate/reused_bad.csv)
 set_tests_properties(cli.evaluate_table_of_other_kv_dtype PROPERTIES FIXTURES_REQUIRED fit_fp8_header)
+# A GPU name stands for its compiled-in tables of both caches: as --table it is the one for the rows'
+# cache (the 16-bit one would be refused on fp8 rows), as --reuse-table the 16-bit one (an fp8 one
+# would be refused there); a short name is one table.
+if(EXISTS ${PROJECT_SOURCE_DIR}/heuristics/generated/num_splits_h200.hpp AND
+   EXISTS ${PROJECT_SOURCE_DIR}/heuristics/generated/num_splits_fp8_h200.hpp)
+  splitkv_cli_test(evaluate_table_gpu_name_on_fp8_rows 0 "in_sample \\(8 shapes\\).*  ours +8 .*  reused_16bit_table +8 "
+    evaluate ${SPLITKV_FIT_FIXTURES}/tiny_fp8_h200.csv --table "NVIDIA H200" --reuse-table "NVIDIA H200"
+        --out ${SPLITKV_FIT_SCRATCH}/evaluate/fp8_gpu_name.csv)
+  splitkv_cli_test(evaluate_table_short_name_of_other_kv_dtype 2
+    "--table compiled-in table h200: made for the 16bit KV cache, but the rows of .*tiny_fp8_h200\\.csv evaluated are fp8_e4m3"
+    evaluate ${SPLITKV_FIT_FIXTURES}/tiny_fp8_h200.csv --table h200 --out ${SPLITKV_FIT_SCRATCH}/evaluate/fp8_short.csv)
+endif()
 splitkv_cli_test(evaluate_both_kv_dtypes_without_flag 2 "tiny_mixed_kv_h200\\.csv: ok rows of kernel splitkv for two KV cache classes.*pass --kv-dtype"
   evaluate ${SPLITKV_FIT_FIXTURES}/tiny_mixed_kv_h200.csv --out ${SPLITKV_FIT_SCRATCH}/evaluate/mixed.csv)
 splitkv_cli_test(evaluate_validation_without_the_class 2 "tiny_h200\\.csv: no ok rows of kernel splitkv with KV cache class fp8_e4m3"

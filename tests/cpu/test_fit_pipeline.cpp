@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -192,12 +193,18 @@ TEST(FitPipeline, TheReused16BitTableIsScoredBesideTheFp8One) {
   }
 }
 
-TEST(FitPipeline, TablesOfTheWrongCacheAreRefused) {
-  ScopedTempDir dir;
+// The synthetic rows of an fp8 cache and of a 16-bit one, as fp8.csv and full.csv in `dir`.
+std::pair<std::string, std::string> write_both_caches(const ScopedTempDir& dir) {
   const std::string fp8_csv = dir.file("fp8.csv");
   write_text(fp8_csv, synthetic_results_csv(fp8(small_grid())));
   const std::string sixteen_csv = dir.file("full.csv");
   write_text(sixteen_csv, synthetic_results_csv(small_grid()));
+  return {fp8_csv, sixteen_csv};
+}
+
+TEST(FitPipeline, TablesOfTheWrongCacheAreRefused) {
+  ScopedTempDir dir;
+  const auto [fp8_csv, sixteen_csv] = write_both_caches(dir);
   FitRequest fp8_fit;
   fp8_fit.results_csv = fp8_csv;
   fp8_fit.cross_validate = false;
@@ -230,6 +237,42 @@ TEST(FitPipeline, TablesOfTheWrongCacheAreRefused) {
   EXPECT_PRED2(contains, fit_error(request), "--reuse-table compiled-in table h200: made for \"NVIDIA H200\" (108 SMs)");
   request.allow_other_gpu = true;
   EXPECT_EQ(fit_error(request), "");
+}
+
+// --table "NVIDIA H200" scores that GPU's compiled-in table for the rows' cache, whichever it is.
+TEST(FitPipeline, AGpuNameAsTableIsTheTableOfTheRowsCache) {
+  ScopedTempDir dir;
+  const auto [fp8_csv, sixteen_csv] = write_both_caches(dir);
+  const auto ours = [&](const std::string& csv, const char* spec) {
+    FitRequest request;
+    request.cross_validate = false;
+    request.results_csv = csv;
+    request.table = load_given_table(spec);
+    const FitProducts p = run_fit(request);
+    const auto row = std::find_if(p.summary.begin(), p.summary.end(), [](const RegretSummaryRow& r) {
+      return r.dataset == "in_sample" && r.subset == "all" && r.policy == "ours";
+    });
+    EXPECT_NE(row, p.summary.end()) << spec;
+    const auto files = report_files(p, (dir.path() / "regret.csv").string(), false);
+    return std::make_pair(row == p.summary.end() ? 0.0 : row->stats.geomean,
+                          files.at((dir.path() / "regret.md").string()));
+  };
+  const auto fp8_by_gpu = ours(fp8_csv, "NVIDIA H200");
+  const auto fp8_by_name = ours(fp8_csv, "fp8_h200");
+  EXPECT_DOUBLE_EQ(fp8_by_gpu.first, fp8_by_name.first);
+  EXPECT_PRED2(contains, fp8_by_gpu.second, "given table (compiled-in table fp8_h200)");
+  const auto sixteen_by_gpu = ours(sixteen_csv, "NVIDIA H200");
+  EXPECT_DOUBLE_EQ(sixteen_by_gpu.first, ours(sixteen_csv, "h200").first);
+  EXPECT_PRED2(contains, sixteen_by_gpu.second, "given table (compiled-in table h200)");
+
+  // A short name is one table: the 16-bit one on fp8 rows is refused, as a header would be.
+  FitRequest request;
+  request.cross_validate = false;
+  request.results_csv = fp8_csv;
+  request.table = load_given_table("h200");
+  EXPECT_PRED2(contains, fit_error(request),
+               "--table compiled-in table h200: made for the 16bit KV cache, but the rows of " + fp8_csv +
+                   " evaluated are fp8_e4m3");
 }
 
 }  // namespace

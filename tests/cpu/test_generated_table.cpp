@@ -121,11 +121,43 @@ TEST(GeneratedTable, GpuNamesSelectTheCompiledInTable) {
     const GivenTable t = load_given_table(spec);
     EXPECT_EQ(t.source, "compiled-in table h200");
     EXPECT_EQ(t.sm_count, 132);
+    EXPECT_EQ(t.kv_dtype, KvDtypeClass::sixteen_bit);
+    EXPECT_EQ(t.by_gpu_name, std::string(spec) == "NVIDIA H200");
     EXPECT_EQ(t.real_length(8, 8, 128, 8192, 0), generated::h200::determine_num_splits_real_length(8, 8, 128, 8192, 0));
   }
   const std::string message = input_error([] { load_given_table("NVIDIA B200"); });
-  EXPECT_TRUE(contains(message, "no compiled-in table for that GPU (compiled in: \"NVIDIA H200\" (h200))")) << message;
+  EXPECT_TRUE(contains(message, "no compiled-in table for that GPU (compiled in: \"NVIDIA H200\" (h200), "
+                                "\"NVIDIA H200\" (fp8_h200, fp8_e4m3 KV cache))"))
+      << message;
   EXPECT_TRUE(contains(input_error([] { load_given_table("tables/b200.hpp"); }), "tables/b200.hpp: cannot open"));
+}
+
+// The GPU name stands for the GPU's tables of both caches; a short name for one table.
+TEST(GeneratedTable, AGpuNamePicksTheCompiledInTableOfTheCache) {
+  const GivenTable by_gpu = load_given_table("NVIDIA H200", "--table", KvDtypeClass::fp8_e4m3);
+  const GivenTable by_name = load_given_table("fp8_h200");
+  for (const GivenTable& t : {by_gpu, by_name}) {
+    EXPECT_EQ(t.source, "compiled-in table fp8_h200");
+    EXPECT_EQ(t.gpu_name, "NVIDIA H200");
+    EXPECT_EQ(t.sm_count, 132);
+    EXPECT_EQ(t.kv_dtype, KvDtypeClass::fp8_e4m3);
+    for (int batch : {1, 4, 32}) {
+      EXPECT_EQ(t.real_length(batch, 8, 128, 8192, 16),
+                generated::fp8_h200::determine_num_splits_real_length(batch, 8, 128, 8192, 16));
+      EXPECT_EQ(t.capacity_only(batch, 8, 128, 131072, 0),
+                generated::fp8_h200::determine_num_splits_capacity_only(batch, 8, 128, 131072, 0));
+    }
+  }
+  EXPECT_TRUE(by_gpu.by_gpu_name);
+  EXPECT_FALSE(by_name.by_gpu_name);
+
+  // Scored on rows of a class, a GPU name follows the rows; a short name or a header stays.
+  EXPECT_EQ(given_table_for_rows(load_given_table("NVIDIA H200"), KvDtypeClass::fp8_e4m3).source,
+            "compiled-in table fp8_h200");
+  EXPECT_EQ(given_table_for_rows(by_gpu, KvDtypeClass::sixteen_bit).source, "compiled-in table h200");
+  EXPECT_EQ(given_table_for_rows(load_given_table("h200"), KvDtypeClass::fp8_e4m3).source, "compiled-in table h200");
+  EXPECT_EQ(given_table_for_rows(by_name, KvDtypeClass::sixteen_bit).source, "compiled-in table fp8_h200");
+  EXPECT_EQ(given_table_for_rows(load_given_table(kCommittedHeader), KvDtypeClass::fp8_e4m3).source, kCommittedHeader);
 }
 
 TEST(GeneratedTable, EvaluatingTheCommittedHeaderMatchesTheFitItCameFrom) {

@@ -53,6 +53,55 @@ TEST(NumSplitsPolicy, MatchesNameAndSmCount) {
   EXPECT_STREQ(to_string(NumSplitsSource::one_wave_fallback), "one_wave_fallback");
 }
 
+int fake_fp8_real(int batch, int, int, int tokens, int) { return 3000 + batch + tokens; }
+int fake_fp8_capacity(int batch, int, int, int tokens, int) { return 4000 + batch + tokens; }
+
+TEST(NumSplitsPolicy, AnFp8CacheGetsItsOwnTableElseItsGpus16BitTable) {
+  // The fp8 table first, so that a 16-bit request finding it is no accident of order.
+  const GeneratedTable tables[] = {{"fp8_fake", "NVIDIA Fake", 100, &fake_fp8_real, &fake_fp8_capacity, "fp8_e4m3"},
+                                   {"fake", "NVIDIA Fake", 100, &fake_real, &fake_capacity},
+                                   {"other", "NVIDIA Other", 100, &fake_real, &fake_capacity}};
+  const GeneratedTableList list{tables, 3};
+  const NumSplitsShape shape{2, 32, 8, 128, 50, 4096, 0};
+
+  const auto fp8 = NumSplitsPolicy::for_device("NVIDIA Fake", 100, NumSplitsKvDtype::fp8_e4m3, list);
+  ASSERT_NE(fp8.table(), nullptr);
+  EXPECT_STREQ(fp8.table()->name, "fp8_fake");
+  EXPECT_STREQ(fp8.table()->kv_dtype, "fp8_e4m3");
+  EXPECT_EQ(fp8(shape), 3000 + 2 + 50);
+  NumSplitsShape capacity_only = shape;
+  capacity_only.max_seqlen = 0;
+  EXPECT_EQ(fp8.choose(capacity_only).num_splits, 4000 + 2 + 4096);
+  EXPECT_EQ(fp8.choose(capacity_only).source, NumSplitsSource::capacity_table);
+
+  // A 16-bit request, named or by default, never gets the fp8 table.
+  for (const NumSplitsPolicy& sixteen : {NumSplitsPolicy::for_device("NVIDIA Fake", 100, list),
+                                         NumSplitsPolicy::for_device("NVIDIA Fake", 100,
+                                                                     NumSplitsKvDtype::sixteen_bit, list)}) {
+    ASSERT_NE(sixteen.table(), nullptr);
+    EXPECT_STREQ(sixteen.table()->name, "fake");
+    EXPECT_EQ(sixteen(shape), 1000 + 2 + 50);
+  }
+  const GeneratedTableList fp8_only{tables, 1};
+  EXPECT_EQ(NumSplitsPolicy::for_device("NVIDIA Fake", 100, fp8_only).table(), nullptr);
+  EXPECT_EQ(NumSplitsPolicy::for_device("NVIDIA Fake", 100, fp8_only)(shape), one_wave_num_splits(2, 8, 50, 100));
+
+  // No fp8 table for this GPU: its 16-bit one, never another GPU's or another SM count's.
+  const auto reused = NumSplitsPolicy::for_device("NVIDIA Other", 100, NumSplitsKvDtype::fp8_e4m3, list);
+  ASSERT_NE(reused.table(), nullptr);
+  EXPECT_STREQ(reused.table()->name, "other");
+  EXPECT_STREQ(reused.table()->kv_dtype, "");
+  EXPECT_EQ(reused(shape), 1000 + 2 + 50);
+  const GeneratedTableList sixteen_only{tables + 1, 1};
+  const auto reused_here = NumSplitsPolicy::for_device("NVIDIA Fake", 100, NumSplitsKvDtype::fp8_e4m3, sixteen_only);
+  ASSERT_NE(reused_here.table(), nullptr);
+  EXPECT_STREQ(reused_here.table()->name, "fake");
+  EXPECT_EQ(NumSplitsPolicy::for_device("NVIDIA Fake", 42, NumSplitsKvDtype::fp8_e4m3, list).table(), nullptr);
+  EXPECT_EQ(NumSplitsPolicy::for_device("NVIDIA Third", 100, NumSplitsKvDtype::fp8_e4m3, list).table(), nullptr);
+  EXPECT_EQ(NumSplitsPolicy::for_device("NVIDIA Fake", 42, NumSplitsKvDtype::fp8_e4m3, list)(shape),
+            one_wave_num_splits(2, 8, 50, 42));
+}
+
 TEST(NumSplitsPolicy, RaggedBatchesAskAboutTheirEffectiveBatch) {
   // total / max rounded to nearest, within [1, batch]; unknown total or max: the batch itself.
   NumSplitsShape s{16, 32, 8, 128, 8192, 8192, 0};
@@ -100,12 +149,61 @@ TEST(NumSplitsPolicy, CompiledInTables) {
   const GeneratedTableList tables = compiled_in_tables();
 #if defined(SPLITKV_HAS_GENERATED_TABLE_H200)
   ASSERT_GE(tables.size, 1u);
-  EXPECT_NE(NumSplitsPolicy::for_device("NVIDIA H200", 132).table(), nullptr);
+  const GeneratedTable* sixteen = NumSplitsPolicy::for_device("NVIDIA H200", 132).table();
+  ASSERT_NE(sixteen, nullptr);
+  EXPECT_STREQ(sixteen->name, "h200");
+  EXPECT_STREQ(sixteen->kv_dtype, "");
 #else
-  EXPECT_EQ(tables.size, 0u);  // no heuristics/generated/num_splits_h200.hpp in this tree yet
   EXPECT_EQ(NumSplitsPolicy::for_device("NVIDIA H200", 132).table(), nullptr);
 #endif
+#if !defined(SPLITKV_HAS_GENERATED_TABLE_H200) && !defined(SPLITKV_HAS_GENERATED_TABLE_FP8_H200)
+  EXPECT_EQ(tables.size, 0u);  // no heuristics/generated/num_splits_*h200.hpp in this tree yet
+#endif
 }
+
+#if defined(SPLITKV_HAS_GENERATED_TABLE_FP8_H200)
+TEST(NumSplitsPolicy, CompiledInFp8TableAnswersAsItsHeader) {
+  const auto policy = NumSplitsPolicy::for_device("NVIDIA H200", 132, NumSplitsKvDtype::fp8_e4m3);
+  ASSERT_NE(policy.table(), nullptr);
+  EXPECT_STREQ(policy.table()->name, "fp8_h200");
+  EXPECT_STREQ(policy.table()->kv_dtype, generated::fp8_h200::kKvDtype);
+  EXPECT_EQ(policy.table()->sm_count, generated::fp8_h200::kSmCount);
+  namespace fp8 = generated::fp8_h200;
+  struct Case {
+    int batch, num_kv_heads, head_dim, max_seqlen, capacity, page_size;
+  };
+  int differs_from_16bit = 0;
+  for (const Case& c : {Case{1, 8, 128, 8192, 8192, 0}, Case{4, 8, 128, 2048, 131072, 16},
+                        Case{16, 4, 128, 32768, 32768, 0}, Case{2, 32, 64, 4096, 4096, 16},
+                        Case{64, 8, 256, 1024, 65536, 0}}) {
+    const NumSplitsShape real{c.batch, 4 * c.num_kv_heads, c.num_kv_heads, c.head_dim, c.max_seqlen, c.capacity,
+                              c.page_size};
+    NumSplitsShape capacity_only = real;
+    capacity_only.max_seqlen = 0;
+    EXPECT_EQ(policy(real), fp8::determine_num_splits_real_length(c.batch, c.num_kv_heads, c.head_dim, c.max_seqlen,
+                                                                   c.page_size))
+        << c.batch << " x " << c.num_kv_heads << " at " << c.max_seqlen;
+    EXPECT_EQ(policy(capacity_only), fp8::determine_num_splits_capacity_only(c.batch, c.num_kv_heads, c.head_dim,
+                                                                             c.capacity, c.page_size))
+        << c.batch << " x " << c.num_kv_heads << " in " << c.capacity;
+#if defined(SPLITKV_HAS_GENERATED_TABLE_H200)
+    differs_from_16bit += policy(real) != NumSplitsPolicy::for_device("NVIDIA H200", 132)(real) ? 1 : 0;
+#endif
+  }
+#if defined(SPLITKV_HAS_GENERATED_TABLE_H200)
+  // Else the shapes above could not tell which table answered.
+  EXPECT_GT(differs_from_16bit, 0);
+#endif
+  // The auto table is the fp8 table's too.
+  AutoSplitsTable table;
+  policy.fill_auto_splits({1, 32, 8, 128, 0, 0, 16}, table);
+  unsigned char row[kAutoLengthBuckets];
+  fp8::fill_splits_by_length(auto_batch_class_batch(3), 8, 128, 16, row, kAutoLengthBuckets);
+  for (int i = 0; i < kAutoLengthBuckets; ++i) {
+    EXPECT_EQ(table.splits[3][i], std::max<unsigned char>(row[i], 1)) << "bucket " << i;
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace splitkv

@@ -1,5 +1,5 @@
 // Runtime choice of num_splits for split-KV decode: the table `splitkv fit` generated for
-// the running GPU when one is compiled in, else a documented analytic rule.
+// the running GPU and KV cache when one is compiled in, else a documented analytic rule.
 //
 // Header-only and CUDA-free: the caller passes the device name and SM count (from
 // cudaGetDeviceProperties, once), so host planning code can use it without the runtime.
@@ -7,11 +7,19 @@
 //   auto policy = splitkv::NumSplitsPolicy::for_device(prop.name, prop.multiProcessorCount);
 //   int splits = policy({batch, num_heads, num_kv_heads, head_dim, max_seqlen, capacity, page_size});
 //
+// An fp8 (e4m3) KV cache reads half the bytes per split, so its best split counts differ and
+// it has a table of its own; name the cache when picking the policy:
+//
+//   auto fp8 = splitkv::NumSplitsPolicy::for_device(prop.name, prop.multiProcessorCount,
+//                                                   splitkv::NumSplitsKvDtype::fp8_e4m3);
+//
 // A table matches when its GPU name equals the device name exactly and its SM count equals
 // the device's: a MIG slice or a part with fewer SMs has other waves, and gets the fallback.
+// An fp8 cache on a GPU with no fp8 table gets that GPU's 16-bit table (for_device says why).
 //
 // Adding a GPU: run `splitkv fit` on its sweep (it writes heuristics/generated/
-// num_splits_<gpu>.hpp) and add one __has_include block and one kTables line below.
+// num_splits_<gpu>.hpp, and num_splits_fp8_<gpu>.hpp from its fp8 rows) and add one
+// __has_include block and one kTables line below per header.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +46,13 @@
 #elif __has_include("generated/num_splits_h200.hpp")
 #include "generated/num_splits_h200.hpp"
 #define SPLITKV_HAS_GENERATED_TABLE_H200 1
+#endif
+#if __has_include("../../generated/num_splits_fp8_h200.hpp")
+#include "../../generated/num_splits_fp8_h200.hpp"
+#define SPLITKV_HAS_GENERATED_TABLE_FP8_H200 1
+#elif __has_include("generated/num_splits_fp8_h200.hpp")
+#include "generated/num_splits_fp8_h200.hpp"
+#define SPLITKV_HAS_GENERATED_TABLE_FP8_H200 1
 #endif
 #endif
 
@@ -88,6 +103,16 @@ constexpr int one_wave_num_splits(int batch, int num_kv_heads, int tokens, int s
   return splits < 1 ? 1 : (int)splits;
 }
 
+// The KV cache's element type, as far as the choice of table goes: bf16 and fp16 caches share
+// one table; an e4m3 cache (q and out 16-bit) has its own. The values are the kernels' C enum's
+// (SPLITKV_KV_DTYPE_SAME_AS_Q, SPLITKV_KV_DTYPE_FP8_E4M3), which the C ABI passes through.
+enum class NumSplitsKvDtype : int { sixteen_bit = 0, fp8_e4m3 = 1 };
+
+// How a generated header's kKvDtype spells the cache; a 16-bit header has none.
+constexpr const char* table_kv_dtype(NumSplitsKvDtype kv_dtype) {
+  return kv_dtype == NumSplitsKvDtype::fp8_e4m3 ? "fp8_e4m3" : "";
+}
+
 // A generated table, as plain function pointers (batch, num_kv_heads, head_dim, tokens, page_size).
 using NumSplitsLookup = int (*)(int, int, int, int, int);
 struct GeneratedTable {
@@ -96,6 +121,7 @@ struct GeneratedTable {
   int sm_count;
   NumSplitsLookup real_length;
   NumSplitsLookup capacity_only;
+  const char* kv_dtype = "";  // the header's kKvDtype: "" for a bf16/fp16 cache, "fp8_e4m3"
 };
 
 struct GeneratedTableList {
@@ -110,7 +136,12 @@ inline GeneratedTableList compiled_in_tables() {
       {"h200", generated::h200::kGpuName, generated::h200::kSmCount,
        &generated::h200::determine_num_splits_real_length, &generated::h200::determine_num_splits_capacity_only},
 #endif
-      {nullptr, nullptr, 0, nullptr, nullptr},  // end marker; keeps the array non-empty
+#if defined(SPLITKV_HAS_GENERATED_TABLE_FP8_H200)
+      {"fp8_h200", generated::fp8_h200::kGpuName, generated::fp8_h200::kSmCount,
+       &generated::fp8_h200::determine_num_splits_real_length,
+       &generated::fp8_h200::determine_num_splits_capacity_only, generated::fp8_h200::kKvDtype},
+#endif
+      {nullptr, nullptr, 0, nullptr, nullptr, nullptr},  // end marker; keeps the array non-empty
   };
   return {kTables, sizeof(kTables) / sizeof(kTables[0]) - 1};
 }
@@ -130,18 +161,34 @@ struct NumSplitsChoice {
 
 class NumSplitsPolicy {
  public:
-  // Picks the table for this device once; choose() is then one indirect call and a lookup.
+  // Picks the table for this device and a bf16/fp16 KV cache once; choose() is then one indirect
+  // call and a lookup. Never an fp8 table: its counts are fitted to a cache of half the bytes.
   static NumSplitsPolicy for_device(std::string_view device_name, int sm_count,
+                                    GeneratedTableList tables = compiled_in_tables()) {
+    return for_device(device_name, sm_count, NumSplitsKvDtype::sixteen_bit, tables);
+  }
+
+  // The same for a cache of `kv_dtype`: the table of this GPU, SM count and cache. An fp8 cache on
+  // a GPU without an fp8 table gets the GPU's 16-bit table, the next best thing: on the H200's
+  // fp8 validation shapes it costs a geomean regret of 1.0569 against the fp8 table's 1.0252,
+  // where the one-wave rule costs 1.2264 (results/h200/report/fp8_regret.md).
+  static NumSplitsPolicy for_device(std::string_view device_name, int sm_count, NumSplitsKvDtype kv_dtype,
                                     GeneratedTableList tables = compiled_in_tables()) {
     NumSplitsPolicy policy;
     policy.sm_count_ = sm_count;
+    const std::string_view wanted = table_kv_dtype(kv_dtype);
+    const GeneratedTable* sixteen_bit = nullptr;
     for (std::size_t i = 0; i < tables.size; ++i) {
       const GeneratedTable& t = tables.data[i];
-      if (t.sm_count == sm_count && device_name == std::string_view(t.gpu_name)) {
+      if (t.sm_count != sm_count || device_name != std::string_view(t.gpu_name)) continue;
+      const std::string_view cache = t.kv_dtype != nullptr ? t.kv_dtype : "";
+      if (cache == wanted) {
         policy.table_ = &t;
-        break;
+        return policy;
       }
+      if (cache.empty() && sixteen_bit == nullptr) sixteen_bit = &t;
     }
+    policy.table_ = sixteen_bit;  // a 16-bit request that reaches here found no 16-bit table either
     return policy;
   }
 
@@ -192,7 +239,9 @@ class NumSplitsPolicy {
     }
   }
 
-  const GeneratedTable* table() const { return table_; }  // null: the fallback rule
+  // null: the fallback rule. Its kv_dtype tells an fp8 request served by its own table from
+  // one served by the GPU's 16-bit table.
+  const GeneratedTable* table() const { return table_; }
   int sm_count() const { return sm_count_; }
 
  private:

@@ -132,7 +132,7 @@ def main():
                "evaluate --table naming a GPU that has no compiled-in table (and no such file)",
                'evaluate r.csv --table "NVIDIA B200" --out e.csv',
                ['splitkv evaluate: --table "NVIDIA B200": no such header file and no compiled-in table for that GPU '
-                '(compiled in: "NVIDIA H200" (h200))'])
+                '(compiled in: "NVIDIA H200" (h200), "NVIDIA H200" (fp8_h200, fp8_e4m3 KV cache))'])
     columns = len(re.findall(r"\d+", lines[row1].split("//")[0]))
     write_case("evaluate_table_short_row",
                "evaluate --table with a header whose kRows row has more values than the CTA axis has buckets",

@@ -1,6 +1,6 @@
 // The device-side split policies as sweep kernels, with the heuristics' host halves plugged in:
-// splitkv_auto takes NumSplitsPolicy's table for the GPU, fa3_dynamic FA3's inputs and
-// flashinfer_plan FlashInfer's plan (baseline_policies.hpp). The kernels themselves are the
+// splitkv_auto takes NumSplitsPolicy's table for the GPU and the point's KV cache, fa3_dynamic
+// FA3's inputs and flashinfer_plan FlashInfer's plan (baseline_policies.hpp). The kernels are the
 // tuner's (splitkv/tuner/device_policy_kernels.hpp): they need its CUDA adapters, and the tuner may
 // not depend on these policies, so they come to it as functions.
 #pragma once

@@ -30,8 +30,9 @@ struct FitRequest {
   bool cross_validate = true;
   FitOptions options;
   // Evaluate this table as `ours` / `ours_capacity_only` instead of fitting one (nothing is
-  // fitted, no header, no cross-validation). Refused when it was made for another GPU or SM
-  // count than the training CSV's, unless allow_other_gpu.
+  // fitted, no header, no cross-validation); one named by its GPU name is that GPU's compiled-in
+  // table for the training rows' KV cache (given_table_for_rows). Refused when it was made for
+  // another GPU or SM count than the training CSV's, unless allow_other_gpu.
   std::optional<GivenTable> table;
   // A 16-bit table scored unchanged on the rows of another KV cache class, beside the table fitted
   // (or given) for them: policy `reused_16bit_table`, in sample and on validation (a table not

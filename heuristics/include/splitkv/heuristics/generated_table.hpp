@@ -67,14 +67,24 @@ struct GivenTable {
   std::string source;  // the header path, or "compiled-in table <name>"
   std::string gpu_name;
   int sm_count = 0;
-  KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit;  // compiled-in tables are all 16bit
+  KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit;  // the header's kKvDtype, or the compiled-in table's
   SplitLookup real_length;
   SplitLookup capacity_only;
+  // Named by its GPU name, which stands for that GPU's compiled-in tables of every KV cache, so
+  // the rows it is scored on may pick another of them (given_table_for_rows).
+  bool by_gpu_name = false;
 };
 
 // `spec` is a path to a generated header when such a file exists or it ends in .hpp/.h;
-// otherwise a GPU name ("NVIDIA H200") or short name ("h200") of a compiled-in table.
-// Throws InputError (unknown GPU: the message, which names `flag`, lists the compiled-in tables).
-GivenTable load_given_table(const std::string& spec, const std::string& flag = "--table");
+// otherwise a short name ("h200", "fp8_h200") of a compiled-in table, or a GPU name ("NVIDIA H200"),
+// which gives that GPU's compiled-in table for `kv_dtype`, else its 16-bit one (as NumSplitsPolicy
+// picks them). Throws InputError (unknown GPU: the message, which names `flag`, lists the
+// compiled-in tables).
+GivenTable load_given_table(const std::string& spec, const std::string& flag = "--table",
+                            KvDtypeClass kv_dtype = KvDtypeClass::sixteen_bit);
+
+// The table to score on rows of `kv_dtype`: for one named by its GPU name, that GPU's compiled-in
+// table for those rows (load_given_table); any other, `table` itself.
+GivenTable given_table_for_rows(const GivenTable& table, KvDtypeClass kv_dtype);
 
 }  // namespace splitkv::heuristics
