@@ -17,18 +17,8 @@ cd "$(dirname "$0")/../.."
 archive=build-archive
 case "${1:-}" in
   prepare)
-    base=${2:?prepare needs BASE_REV}
-    mkdir -p "$archive"
-    git archive "$base" -o "$archive/base.tar" -- . ':!results' || exit 2
-    if [[ -n "${3:-}" ]]; then
-      git archive "$3" -o "$archive/head.tar" -- . ':!results' || exit 2
-    else
-      [[ -z "$(git ls-files --others --exclude-standard)" ]] ||
-        { echo "kernel_bench_ab.sh: untracked files would be left out of head.tar; git add them first" >&2; exit 2; }
-      snapshot=$(git stash create)
-      git archive "${snapshot:-HEAD}" -o "$archive/head.tar" -- . ':!results' || exit 2
-    fi
-    echo "kernel_bench_ab.sh: $archive/base.tar ($base) and $archive/head.tar (${3:-working tree}) ready"
+    # The same archives as capacity_ab.sh's.
+    exec bash "$(dirname "$0")/capacity_ab.sh" "$@"
     ;;
   run)
     OUT=${OUT:?run is for the device tool, which sets OUT}
