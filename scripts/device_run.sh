@@ -326,11 +326,12 @@ if [[ "$steps" == *" fp8profile "* ]]; then
       "${shape%x*}" "${shape#*x}" >"$LOG/ncu/$shape.csv"
     timeout 200 "$ncu" --clock-control none --kernel-name regex:decode_split --launch-skip 20 --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats --section SchedulerStats \
-      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats -o "$LOG/ncu/fp8_${entry//:/_}" \
+      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section SourceCounters -o "$LOG/ncu/fp8_${entry//:/_}" \
       build-device/tuner/decode_kernel_bench "$LOG/ncu/$shape.csv" --splits "$splits" --layouts "$layout" \
       --kv-dtypes fp8_e4m3 --out "$LOG/ncu/bench_$shape.csv" >"$LOG/ncu/fp8_${entry//:/_}.log" 2>&1
     "$ncu" --import "$LOG/ncu/fp8_${entry//:/_}.ncu-rep" --page details --csv >"$LOG/ncu/fp8_${entry//:/_}_details.csv" 2>/dev/null
     "$ncu" --import "$LOG/ncu/fp8_${entry//:/_}.ncu-rep" --page raw --csv >"$LOG/ncu/fp8_${entry//:/_}_raw.csv" 2>/dev/null
+    "$ncu" --import "$LOG/ncu/fp8_${entry//:/_}.ncu-rep" --page source --csv --print-source sass >"$LOG/ncu/fp8_${entry//:/_}_sass.csv" 2>/dev/null
     python3 - "$LOG/ncu/fp8_${entry//:/_}_details.csv" "$entry" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]))) if open(sys.argv[1]).read(1) else []

@@ -392,18 +392,9 @@ GivenTable load_given_table(const std::string& spec, const std::string& flag, Kv
     if (spec == tables.data[i].name) chosen = &tables.data[i];
   }
   // A GPU name stands for the GPU's tables of every cache: the one for kv_dtype, else the 16-bit
-  // one, as NumSplitsPolicy picks them.
+  // one, as NumSplitsPolicy picks them (whatever their SM count).
   if (chosen == nullptr) {
-    for (std::size_t i = 0; i < tables.size; ++i) {
-      const splitkv::GeneratedTable& t = tables.data[i];
-      if (spec != t.gpu_name) continue;
-      const KvDtypeClass cache = compiled_in_kv_dtype(t);
-      if (cache == kv_dtype) {
-        chosen = &t;
-        break;
-      }
-      if (cache == KvDtypeClass::sixteen_bit && chosen == nullptr) chosen = &t;
-    }
+    chosen = splitkv::find_generated_table(tables, spec, splitkv::kAnySmCount, num_splits_kv_dtype(kv_dtype));
     table.by_gpu_name = chosen != nullptr;
   }
   if (chosen != nullptr) {

@@ -27,10 +27,6 @@ NumSplitsShape num_splits_shape(const tuner::SweepPoint& point, bool with_max_le
   return shape;
 }
 
-NumSplitsKvDtype num_splits_kv_dtype(KvDtypeClass kv_dtype) {
-  return kv_dtype == KvDtypeClass::fp8_e4m3 ? NumSplitsKvDtype::fp8_e4m3 : NumSplitsKvDtype::sixteen_bit;
-}
-
 const std::vector<std::string>& device_policy_kernel_names() {
   static const std::vector<std::string> names = {"splitkv_auto", "fa3_dynamic", "flashinfer_plan"};
   return names;

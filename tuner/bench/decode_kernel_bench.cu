@@ -4,7 +4,10 @@
 // sequences, then time each split count as CUDA-graph replays over rotating K/V copies.
 //
 //   decode_kernel_bench ANCHORS_CSV [--out results.csv] [--splits 1,2,4,...] [--layouts contiguous,paged16]
-//                       [--kv-dtypes bf16,fp8_e4m3]
+//                       [--kv-dtypes bf16,fp8_e4m3] [--calls-per-graph N]
+//
+// --calls-per-graph (default 16) is how many back-to-back calls one timed replay holds: 1 times
+// a call after an idle gap, as a profiler does, 16 a call in a steady stream of them.
 //
 // fp8_e4m3: the cache holds random e4m3 codes with random descales per (sequence, kv head) in
 // [0.25, 4], q/out stay bf16; TB/s counts the cache's real bytes (one per element).
@@ -230,7 +233,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s ANCHORS_CSV [--out FILE] [--splits 1,2,4] [--layouts contiguous,paged16] "
-                 "[--kv-dtypes bf16,fp8_e4m3]\n",
+                 "[--kv-dtypes bf16,fp8_e4m3] [--calls-per-graph 16]\n",
                  argv[0]);
     return 2;
   }
@@ -238,6 +241,7 @@ int main(int argc, char** argv) {
   std::vector<int> split_counts = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
   std::vector<Layout> layouts = {{KvLayout::contiguous, 0}};
   std::vector<bool> kv_dtypes = {false};  // true: fp8_e4m3
+  splitkv::tuner::GraphTimingProtocol protocol;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--out") {
@@ -254,6 +258,12 @@ int main(int argc, char** argv) {
           return 2;
         }
         kv_dtypes.push_back(item == "fp8_e4m3");
+      }
+    } else if (flag == "--calls-per-graph") {
+      protocol.min_launches_per_graph = std::atoi(argv[i + 1]);
+      if (protocol.min_launches_per_graph < 1) {
+        std::fprintf(stderr, "error: --calls-per-graph takes a count of at least 1, got %s\n", argv[i + 1]);
+        return 2;
       }
     } else if (flag == "--layouts") {
       layouts.clear();
@@ -276,7 +286,6 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&properties, 0));
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  splitkv::tuner::GraphTimingProtocol protocol;
 
   std::FILE* csv = std::fopen(out_path.c_str(), "w");
   if (!csv) {

@@ -146,6 +146,25 @@ inline GeneratedTableList compiled_in_tables() {
   return {kTables, sizeof(kTables) / sizeof(kTables[0]) - 1};
 }
 
+// Matches a table of any SM count in find_generated_table (a table named by its GPU alone).
+inline constexpr int kAnySmCount = -1;
+
+// The table for this GPU (and SM count, unless kAnySmCount) and a cache of `kv_dtype`: the one
+// fitted for that cache, else the GPU's 16-bit table; null when the GPU has neither.
+inline const GeneratedTable* find_generated_table(GeneratedTableList tables, std::string_view gpu_name, int sm_count,
+                                                  NumSplitsKvDtype kv_dtype) {
+  const std::string_view wanted = table_kv_dtype(kv_dtype);
+  const GeneratedTable* sixteen_bit = nullptr;
+  for (std::size_t i = 0; i < tables.size; ++i) {
+    const GeneratedTable& t = tables.data[i];
+    if ((sm_count != kAnySmCount && t.sm_count != sm_count) || gpu_name != std::string_view(t.gpu_name)) continue;
+    const std::string_view cache = t.kv_dtype != nullptr ? t.kv_dtype : "";
+    if (cache == wanted) return &t;
+    if (cache.empty() && sixteen_bit == nullptr) sixteen_bit = &t;
+  }
+  return sixteen_bit;
+}
+
 enum class NumSplitsSource { real_length_table, capacity_table, one_wave_fallback };
 
 constexpr const char* to_string(NumSplitsSource source) {
@@ -176,19 +195,7 @@ class NumSplitsPolicy {
                                     GeneratedTableList tables = compiled_in_tables()) {
     NumSplitsPolicy policy;
     policy.sm_count_ = sm_count;
-    const std::string_view wanted = table_kv_dtype(kv_dtype);
-    const GeneratedTable* sixteen_bit = nullptr;
-    for (std::size_t i = 0; i < tables.size; ++i) {
-      const GeneratedTable& t = tables.data[i];
-      if (t.sm_count != sm_count || device_name != std::string_view(t.gpu_name)) continue;
-      const std::string_view cache = t.kv_dtype != nullptr ? t.kv_dtype : "";
-      if (cache == wanted) {
-        policy.table_ = &t;
-        return policy;
-      }
-      if (cache.empty() && sixteen_bit == nullptr) sixteen_bit = &t;
-    }
-    policy.table_ = sixteen_bit;  // a 16-bit request that reaches here found no 16-bit table either
+    policy.table_ = find_generated_table(tables, device_name, sm_count, kv_dtype);
     return policy;
   }
 

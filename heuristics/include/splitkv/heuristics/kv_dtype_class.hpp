@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include "splitkv/num_splits.hpp"
+
 namespace splitkv::heuristics {
 
 enum class KvDtypeClass { sixteen_bit, fp8_e4m3 };
@@ -21,6 +23,11 @@ inline std::optional<KvDtypeClass> parse_kv_dtype_class(std::string_view text) {
   if (text == "16bit") return KvDtypeClass::sixteen_bit;
   if (text == "fp8_e4m3") return KvDtypeClass::fp8_e4m3;
   return std::nullopt;
+}
+
+// The KV cache the runtime policy (num_splits.hpp) picks its table by, for rows of this class.
+inline NumSplitsKvDtype num_splits_kv_dtype(KvDtypeClass kv_dtype) {
+  return kv_dtype == KvDtypeClass::fp8_e4m3 ? NumSplitsKvDtype::fp8_e4m3 : NumSplitsKvDtype::sixteen_bit;
 }
 
 }  // namespace splitkv::heuristics

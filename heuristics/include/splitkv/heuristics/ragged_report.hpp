@@ -34,8 +34,6 @@ std::vector<DeviceTimes> load_device_times(const std::string& path);
 // What the runtime policy (num_splits.hpp) is asked for a sweep shape: its batch, heads,
 // head_dim, page size and capacity, and the max length (context_len) when `with_max_length`.
 NumSplitsShape num_splits_shape(const tuner::SweepPoint& point, bool with_max_length);
-// And the KV cache it picks the table by, for rows of class `kv_dtype` (kv_dtype_class_of).
-NumSplitsKvDtype num_splits_kv_dtype(KvDtypeClass kv_dtype);
 
 // Fixed lengths in a cache larger than them: FA2's capacity scenario.
 bool is_capacity_scenario(const tuner::SweepPoint& point);

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Where the fp8 kernel's bandwidth goes: decode_kernel_bench on the same KV bytes laid out so that
+# a CTA's rows are interleaved with other kv heads' (32/8) or stream alone (8/1), bf16 and fp8,
+# timed in steady streams of calls (16 per graph) and after idle gaps (1 per graph), with the
+# clocks, power and throttle reasons sampled alongside. Device only; writes $OUT/probe.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:?for the device tool, which sets OUT}
+mkdir -p "$OUT/probe"
+cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITKV_CUDA_ARCHITECTURES=90a \
+  -DSPLITKV_WITH_FLASHINFER=OFF >"$OUT/probe/configure.log" 2>&1 || { tail -20 "$OUT/probe/configure.log"; exit 1; }
+cmake --build build-device -j "$(nproc)" --target decode_kernel_bench >"$OUT/probe/build.log" 2>&1 ||
+  { grep -E "error" -A3 "$OUT/probe/build.log" | head -30; exit 1; }
+shapes=$OUT/probe/shapes.csv
+printf 'batch,num_heads,num_kv_heads,context_len,fa2_sdpa_us,cudnn_sdpa_us,cudnn_tbps\n' >"$shapes"
+printf '%s,0,0,0\n' ${PROBE_SHAPES:-64,32,8,16384 512,8,1,16384 16,32,8,65536 128,8,1,65536 64,32,8,4096 512,8,1,4096} >>"$shapes"
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,temperature.memory,clocks_throttle_reasons.active \
+  --format=csv -lms 200 >"$OUT/probe/smi.csv" 2>&1 &
+smi=$!
+for calls in ${PROBE_CALLS:-16 1}; do
+  timeout 200 build-device/tuner/decode_kernel_bench "$shapes" --splits ${PROBE_SPLITS:-1,2,4} --layouts contiguous \
+    --kv-dtypes bf16,fp8_e4m3 --calls-per-graph "$calls" --out "$OUT/probe/calls$calls.csv" >"$OUT/probe/calls$calls.log" 2>&1
+  echo "calls per graph $calls: exit $? at ${SECONDS}s"
+done
+kill $smi 2>/dev/null
+tar czf "$OUT/probe.tgz" -C "$OUT" probe
+python3 - "$OUT"/probe/calls*.csv <<'PY'
+import csv, sys
+best = {}
+for path in sys.argv[1:]:
+    calls = path.rsplit("calls", 1)[1].split(".")[0]
+    for r in csv.DictReader(open(path)):
+        key = (r["kv_dtype"], r["batch"], r["num_heads"], r["num_kv_heads"], r["context_len"], calls)
+        if key not in best or float(r["time_us_median"]) < float(best[key]["time_us_median"]):
+            best[key] = r
+print(f"{'kv':9} {'B':>4} {'H':>5} {'L':>6} {'calls':>5} {'splits':>6} {'us':>9} {'p10-p90':>17} {'TB/s':>6}")
+for key in sorted(best, key=lambda k: (k[0], int(k[4]), int(k[1]), k[5])):
+    r = best[key]
+    print(f"{key[0]:9} {key[1]:>4} {key[2]+'/'+key[3]:>5} {key[4]:>6} {key[5]:>5} {r['num_splits']:>6} "
+          f"{float(r['time_us_median']):9.1f} {float(r['time_us_p10']):8.1f}-{float(r['time_us_p90']):8.1f} {float(r['tbps']):6.3f}")
+PY
+awk -F", " 'NR>1 {print $2, $7}' "$OUT/probe/smi.csv" | sort | uniq -c | sort -rn | head -8
