@@ -61,7 +61,6 @@ FIELDS = ["gpu", "group", "kv_dtype", "batch", "num_heads", "num_kv_heads", "hea
           "tbps", "max_rel_error", "status", "message"]
 SEARCH_CONTENDERS = ("splitkv_fp8_split_search", "fa3_fp8_split_search")
 torch = None
-bench = None
 
 
 def import_script(name):
@@ -72,6 +71,9 @@ def import_script(name):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+bench = import_script("bench_peers")
 
 
 class Shape:
@@ -146,51 +148,32 @@ def relative_error(out, ref):
     return ((out.float().reshape(ref.shape) - ref).abs().max() / ref.abs().max()).item()
 
 
-class Splitkv:
+class Splitkv(bench.Splitkv):
+    """bench_peers.py's handle on our libraries plus the fp8 entry points: the call with a KV dtype
+    and the table lookups by KV cache (the compiled-in fp8 table)."""
+
     def __init__(self, lib_path, heuristic_path):
-        self.lib = ctypes.CDLL(lib_path)
+        super().__init__(lib_path, heuristic_path)
         f = self.lib.splitkv_decode_attention_kv_dtype
         f.restype = ctypes.c_int
         f.argtypes = [ctypes.c_int] * 12 + [ctypes.c_float] + [ctypes.c_void_p] * 13
-        self.lib.splitkv_workspace_bytes.restype = ctypes.c_size_t
-        self.lib.splitkv_workspace_bytes.argtypes = [ctypes.c_int] * 4
-        self.lib.splitkv_last_error.restype = ctypes.c_char_p
-        self.lib.splitkv_auto_grid_bound.restype = ctypes.c_int
-        self.lib.splitkv_auto_grid_bound.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-        self.auto_table_bytes = self.lib.splitkv_auto_table_bytes()
-        h = self.heuristic = ctypes.CDLL(heuristic_path)
-        # A library without the KV-dtype entry points has only 16-bit tables: asked as such, with
-        # the table used named in the sidecar.
-        self.table = "fp8 dispatch" if hasattr(h, "splitkv_num_splits_kv_dtype") else "16-bit table"
-        if self.table == "fp8 dispatch":
-            h.splitkv_num_splits_kv_dtype.restype = ctypes.c_int
-            h.splitkv_num_splits_kv_dtype.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 9
-            h.splitkv_auto_splits_table_kv_dtype.restype = ctypes.c_int
-            h.splitkv_auto_splits_table_kv_dtype.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 6 + [
-                ctypes.c_void_p, ctypes.c_int]
-        else:
-            h.splitkv_num_splits.restype = ctypes.c_int
-            h.splitkv_num_splits.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 8
-            h.splitkv_auto_splits_table.restype = ctypes.c_int
-            h.splitkv_auto_splits_table.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 5 + [ctypes.c_void_p,
-                                                                                              ctypes.c_int]
-        self.workspace = None
-        self.keep_alive = []
+        h = self.heuristic
+        if not hasattr(h, "splitkv_num_splits_kv_dtype"):
+            raise RuntimeError(f"{heuristic_path}: no splitkv_num_splits_kv_dtype (a library older than the fp8 tables)")
+        h.splitkv_num_splits_kv_dtype.restype = ctypes.c_int
+        h.splitkv_num_splits_kv_dtype.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 9
+        h.splitkv_auto_splits_table_kv_dtype.restype = ctypes.c_int
+        h.splitkv_auto_splits_table_kv_dtype.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 6 + [
+            ctypes.c_void_p, ctypes.c_int]
+        self.table = "fp8 dispatch"
 
     def choose(self, s, gpu, sms):
-        sizes = (s.batch, s.num_heads, s.num_kv_heads, s.head_dim, s.context_len, s.capacity, 0)
-        if self.table == "fp8 dispatch":
-            return self.heuristic.splitkv_num_splits_kv_dtype(gpu.encode(), sms, SPLITKV_KV_DTYPE_FP8_E4M3, *sizes)
-        return self.heuristic.splitkv_num_splits(gpu.encode(), sms, *sizes)
-
-    def _workspace(self, s, splits):
-        need = self.lib.splitkv_workspace_bytes(s.batch, s.num_heads, s.head_dim, splits)
-        if need and (self.workspace is None or self.workspace.numel() < need):
-            self.workspace = torch.empty(need, dtype=torch.uint8, device="cuda")
-        return self.workspace.data_ptr() if need else None
+        return self.heuristic.splitkv_num_splits_kv_dtype(gpu.encode(), sms, SPLITKV_KV_DTYPE_FP8_E4M3, s.batch,
+                                                          s.num_heads, s.num_kv_heads, s.head_dim, s.context_len,
+                                                          s.capacity, 0)
 
     def caller(self, s, buffers, splits, auto_table=None):
-        workspace = self._workspace(s, splits)
+        workspace = self.workspace.data_ptr() if self._ensure_workspace(s, splits) else None
 
         def call(copy):
             rc = self.lib.splitkv_decode_attention_kv_dtype(
@@ -206,14 +189,14 @@ class Splitkv:
 
     def auto_caller(self, s, buffers, gpu, sms):
         table = (ctypes.c_ubyte * self.auto_table_bytes)()
-        sizes = (s.num_heads, s.num_kv_heads, s.head_dim, 0, table, self.auto_table_bytes)
-        rc = (self.heuristic.splitkv_auto_splits_table_kv_dtype(gpu.encode(), sms, SPLITKV_KV_DTYPE_FP8_E4M3, *sizes)
-              if self.table == "fp8 dispatch" else self.heuristic.splitkv_auto_splits_table(gpu.encode(), sms, *sizes))
+        rc = self.heuristic.splitkv_auto_splits_table_kv_dtype(gpu.encode(), sms, SPLITKV_KV_DTYPE_FP8_E4M3,
+                                                               s.num_heads, s.num_kv_heads, s.head_dim, 0, table,
+                                                               self.auto_table_bytes)
         if rc != 0:
             raise RuntimeError("splitkv_auto_splits_table_kv_dtype failed")
         bound = self.lib.splitkv_auto_grid_bound(table, s.batch, s.capacity)
         device_table = torch.tensor(list(bytes(table)), dtype=torch.uint8, device="cuda")
-        self.keep_alive.append(device_table)  # read by every replay of the captured graph
+        self._auto_tables.append(device_table)  # read by every replay of the captured graph
         return self.caller(s, buffers, bound, ctypes.c_void_p(device_table.data_ptr())), bound
 
 
@@ -373,20 +356,7 @@ def run_shape(s, buffers, ref_ours, ref_fa3, ours, fa3, fa3_error, gpu, sms, wri
 
 
 def write_sidecar(args, gpu, sms, l2, started, state, extra):
-    sidecar = dict(state=state, schema="splitkv-peers-sidecar/1", gpu=gpu, sm_count=sms, l2_bytes=l2,
-                   torch=torch.__version__, cuda=torch.version.cuda, git_sha=args.git_sha, host=platform.node(),
-                   started_at=started,
-                   finished_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                   kv_dtype="fp8_e4m3", protocol="scripts/bench_peers.py time_graph: CUDA graph of max(copies, 8) "
-                   "calls over rotating K/V copies (working set >= 3x L2, at most 64 copies), replayed untimed "
-                   ">= 20 ms, then 15 replays, median/p10/p90 of time per call", command=" ".join(sys.argv))
-    sidecar.update(extra)
-    try:
-        sidecar["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                           capture_output=True, text=True).stdout.strip()
-    except OSError:
-        pass
-    bench.write_json(os.path.splitext(args.out)[0] + ".json", sidecar)
+    bench.write_sidecar(args, gpu, sms, l2, started, state, dict(extra, kv_dtype="fp8_e4m3"))
 
 
 def geomean(values):
@@ -447,7 +417,7 @@ def summarize(csv_path, out_path):
 
 
 def main():
-    global torch, bench
+    global torch
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lib", help="libsplitkv_c.so of a CUDA build")
     parser.add_argument("--heuristic-lib", help="libsplitkv_heuristics_c.so (the compiled-in fp8 table)")
@@ -458,7 +428,6 @@ def main():
                         "beside the CSV)")
     parser.add_argument("--git-sha", default=os.environ.get("SPLITKV_GIT_SHA", "unknown"))
     args = parser.parse_args()
-    bench = import_script("bench_peers")
     if args.summarize:
         summarize(args.summarize, args.report or os.path.join(os.path.dirname(args.summarize), "report",
                                                               "fp8_peers.md"))

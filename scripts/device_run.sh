@@ -3,8 +3,8 @@
 # (the device tool brings that folder back); a short table is printed last.
 #
 #   scripts/device_run.sh [tests] [sanitize] [faults] [bench] [lookup] [probe] [sweep] [fit] [peers] [profile]
-#                         [multigpu] [flashinfer] [fa3] [fp8peers] [fp8profile] [all]
-#   (default: all; profile, multigpu, flashinfer, fa3, fp8peers and fp8profile are never part of all)
+#                         [multigpu] [flashinfer] [fa3] [fp8fit] [fp8peers] [fp8profile] [all]
+#   (default: all; profile, multigpu, flashinfer, fa3, fp8fit, fp8peers and fp8profile are never part of all)
 #
 # fp8peers races our fp8 kernel against FlashAttention 3's (scripts/bench_fp8_peers.py) into
 # results/h200/peers_fp8.csv and report/fp8_peers.md; the call must carry .whl/ (the fa3_fwd wheel).
@@ -282,6 +282,16 @@ if wants fit; then
   build-device/cli/splitkv fit results/h200/full.csv --out heuristics/generated/num_splits_h200.hpp \
     --report results/h200/report/ 2>&1 | tail -5
   cmake --build build-device --target splitkv_heuristics_c >>"$LOG/build.log" 2>&1 || echo "heuristics C ABI build failed"
+fi
+
+# fp8fit refits the fp8 table from results/h200/fp8.csv (a sweep earlier in the call may have
+# just rewritten it) and rebuilds the libraries that compile it in, so a later fp8peers races it.
+if [[ "$steps" == *" fp8fit "* ]]; then
+  section "fp8 fit (CPU) and the libraries that compile the table in"
+  build-device/cli/splitkv fit results/h200/fp8.csv --kv-dtype fp8_e4m3 \
+    --out heuristics/generated/num_splits_fp8_h200.hpp 2>&1 | tail -5
+  cmake --build build-device --target splitkv_heuristics_c splitkv >>"$LOG/build.log" 2>&1 ||
+    { echo "fp8fit: rebuilding with the new table failed"; status=1; }
 fi
 
 if wants peers; then
