@@ -189,8 +189,8 @@ class NumSplitsPolicy {
 
   // The same for a cache of `kv_dtype`: the table of this GPU, SM count and cache. An fp8 cache on
   // a GPU without an fp8 table gets the GPU's 16-bit table, the next best thing: on the H200's
-  // fp8 validation shapes it costs a geomean regret of 1.0569 against the fp8 table's 1.0252,
-  // where the one-wave rule costs 1.2264 (results/h200/report/fp8_regret.md).
+  // fp8 validation shapes it costs a geomean regret of 1.0593 against the fp8 table's 1.0221,
+  // where the one-wave rule costs 1.2176 (results/h200/report/fp8_regret.md).
   static NumSplitsPolicy for_device(std::string_view device_name, int sm_count, NumSplitsKvDtype kv_dtype,
                                     GeneratedTableList tables = compiled_in_tables()) {
     NumSplitsPolicy policy;
