@@ -14,7 +14,8 @@
 # -DSPLITKV_ENABLE_CUDA=OFF in its own folder ($SPLITKV_BUILD_DIR, default build-cpu) and fits the
 # committed results/h200/full.csv.
 # Outputs: from full.csv, heuristics/generated/num_splits_<gpu>.hpp and results/<gpu>/report/ (from
-# a committed fa3.csv or flashinfer.csv also num_splits_<kernel>_<gpu>.hpp, report/<kernel>_regret.*);
+# a committed fa3.csv or flashinfer.csv also num_splits_<kernel>_<gpu>.hpp, report/<kernel>_regret.*,
+# and from a committed fp8.csv num_splits_fp8_<gpu>.hpp and report/fp8_regret.*);
 # from any other grid (a smoke test, not a table to commit) the same two under $SPLITKV_BUILD_DIR/run/,
 # so that a quick fit never overwrites the committed header or reports.
 # Environment: SPLITKV_BUILD_DIR, SPLITKV_GRID, SPLITKV_NO_SWEEP=1 (fit the committed results even
@@ -68,6 +69,16 @@ if [ "$results" = full ]; then
     "$splitkv" evaluate "results/$gpu/$kernel.csv" --kernel "$kernel" "${validation[@]}" \
       --out "results/$gpu/report/${kernel}_regret.csv"
   done
+  # The fp8 (e4m3) cache's table, where its rows are committed, and its regret beside reusing the
+  # 16-bit table on fp8 (heuristics/FIT.md, "KV cache classes").
+  if [ -f "results/$gpu/fp8.csv" ]; then
+    say "fit results/$gpu/fp8.csv --kv-dtype fp8_e4m3 -> heuristics/generated/num_splits_fp8_$gpu.hpp"
+    "$splitkv" fit "results/$gpu/fp8.csv" --kv-dtype fp8_e4m3 --out "heuristics/generated/num_splits_fp8_$gpu.hpp"
+    validation=()
+    [ -f "results/$gpu/fp8_validation.csv" ] && validation=(--validation "results/$gpu/fp8_validation.csv")
+    "$splitkv" evaluate "results/$gpu/fp8.csv" --kv-dtype fp8_e4m3 "${validation[@]}" \
+      --reuse-table "heuristics/generated/num_splits_$gpu.hpp" --out "results/$gpu/report/fp8_regret.csv"
+  fi
   say "done: heuristics/generated/num_splits_$gpu.hpp, results/$gpu/report/summary.md"
 else
   # A smoke grid's table is not one to commit: it goes beside the build, not over the
