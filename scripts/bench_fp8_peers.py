@@ -40,17 +40,12 @@ import argparse
 import csv
 import ctypes
 import datetime
-import importlib.util
 import math
 import os
-import platform
-import statistics
-import subprocess
 import sys
 import traceback
 import types
 
-SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 SPLITKV_KV_DTYPE_FP8_E4M3 = 1
 SPLITKV_DTYPE_BF16 = 0
 # Largest e4m3 magnitude; codes are scaled so each (sequence, kv head) uses the whole range.
@@ -63,17 +58,10 @@ SEARCH_CONTENDERS = ("splitkv_fp8_split_search", "fa3_fp8_split_search")
 torch = None
 
 
-def import_script(name):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, os.path.join(SCRIPTS, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = import_script("bench_peers")
+# bench_peers.py's timing, checks, library handle and sidecar; its import_script loads the other
+# sibling scripts (scripts/ is not a package).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_peers as bench  # noqa: E402
 
 
 class Shape:
@@ -165,7 +153,6 @@ class Splitkv(bench.Splitkv):
         h.splitkv_auto_splits_table_kv_dtype.restype = ctypes.c_int
         h.splitkv_auto_splits_table_kv_dtype.argtypes = [ctypes.c_char_p] + [ctypes.c_int] * 6 + [
             ctypes.c_void_p, ctypes.c_int]
-        self.table = "fp8 dispatch"
 
     def choose(self, s, gpu, sms):
         return self.heuristic.splitkv_num_splits_kv_dtype(gpu.encode(), sms, SPLITKV_KV_DTYPE_FP8_E4M3, s.batch,
@@ -202,7 +189,7 @@ class Splitkv(bench.Splitkv):
 
 class Fa3:
     def __init__(self, path):
-        sweep = import_script("fa3_sweep")
+        sweep = bench.import_script("fa3_sweep")
         self.backend = sweep.Fa3Backend(types.SimpleNamespace(fa3_path=path, device=torch.cuda.current_device(),
                                                               seed=0))
         self.poison = True
@@ -254,7 +241,7 @@ def run(args):
     props = torch.cuda.get_device_properties(0)
     gpu, sms, l2 = props.name, props.multi_processor_count, props.L2_cache_size
     ours = Splitkv(args.lib, args.heuristic_lib)
-    extra = {"splitkv_table": ours.table}
+    extra = {"splitkv_table": "fp8 dispatch"}  # splitkv_num_splits_kv_dtype: the GPU's table for fp8 caches
     fa3 = fa3_error = None
     try:
         fa3 = Fa3(args.fa3_path)

@@ -332,17 +332,18 @@ if [[ "$steps" == *" fp8profile "* ]]; then
   mkdir -p "$LOG/ncu"
   for entry in ${SPLITKV_FP8_PROFILE:-16x65536:4:contiguous 64x16384:1:contiguous 64x16384:1:paged16}; do
     IFS=: read -r shape splits layout <<<"$entry"
+    report="$LOG/ncu/fp8_${entry//:/_}"
     printf 'batch,num_heads,num_kv_heads,context_len,fa2_sdpa_us,cudnn_sdpa_us,cudnn_tbps\n%s,32,8,%s,0,0,0\n' \
       "${shape%x*}" "${shape#*x}" >"$LOG/ncu/$shape.csv"
     timeout 200 "$ncu" --clock-control none --kernel-name regex:decode_split --launch-skip 20 --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats --section SchedulerStats \
-      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section SourceCounters -o "$LOG/ncu/fp8_${entry//:/_}" \
+      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section SourceCounters -o "$report" \
       build-device/tuner/decode_kernel_bench "$LOG/ncu/$shape.csv" --splits "$splits" --layouts "$layout" \
-      --kv-dtypes fp8_e4m3 --out "$LOG/ncu/bench_$shape.csv" >"$LOG/ncu/fp8_${entry//:/_}.log" 2>&1
-    "$ncu" --import "$LOG/ncu/fp8_${entry//:/_}.ncu-rep" --page details --csv >"$LOG/ncu/fp8_${entry//:/_}_details.csv" 2>/dev/null
-    "$ncu" --import "$LOG/ncu/fp8_${entry//:/_}.ncu-rep" --page raw --csv >"$LOG/ncu/fp8_${entry//:/_}_raw.csv" 2>/dev/null
-    "$ncu" --import "$LOG/ncu/fp8_${entry//:/_}.ncu-rep" --page source --csv --print-source sass >"$LOG/ncu/fp8_${entry//:/_}_sass.csv" 2>/dev/null
-    python3 - "$LOG/ncu/fp8_${entry//:/_}_details.csv" "$entry" <<'PY'
+      --kv-dtypes fp8_e4m3 --out "$LOG/ncu/bench_$shape.csv" >"$report.log" 2>&1
+    "$ncu" --import "$report.ncu-rep" --page details --csv >"${report}_details.csv" 2>/dev/null
+    "$ncu" --import "$report.ncu-rep" --page raw --csv >"${report}_raw.csv" 2>/dev/null
+    "$ncu" --import "$report.ncu-rep" --page source --csv --print-source sass >"${report}_sass.csv" 2>/dev/null
+    python3 - "${report}_details.csv" "$entry" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]))) if open(sys.argv[1]).read(1) else []
 keep = ("Duration", "DRAM Throughput", "Memory Throughput", "Achieved Occupancy", "No Eligible", "Issued Warp",
