@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Two builds of the kernels timed by decode_kernel_bench in one device call, alternated base, head,
+# Builds of the kernels timed by decode_kernel_bench in one device call, alternated base, head,
 # base, head on the same shapes, then the head build's GPU tests and memcheck: how a kernel change
 # that targets streaming speed (rather than the capacity scenario, capacity_ab.sh) is kept or dropped.
 #
 #   scripts/experiments/kernel_bench_ab.sh prepare BASE_REV [HEAD_REV]   # build-archive/{base,head}.tar
 #   scripts/experiments/kernel_bench_ab.sh run                           # on the device, carry ["build-archive"]
+#
+# KB_TREES (default "base head") names the archives to time, base first: a third variant is
+# `git archive REV -o build-archive/NAME.tar` and KB_TREES="base head NAME"; each is compared with base.
 #
 # KB_SHAPES (default tuner/bench/fp8_bandwidth_shapes.csv) and KB_ARGS (default --splits 1,2,4,8
 # --layouts contiguous,paged16 --kv-dtypes bf16,fp8_e4m3) go to decode_kernel_bench; KB_TEST_FILTER
@@ -25,7 +28,8 @@ case "${1:-}" in
     deadline=${KB_DEADLINE:-420}
     work=/tmp/kernel_bench_ab
     mkdir -p "$OUT/kb"
-    for tree in base head; do
+    read -ra trees <<<"${KB_TREES:-base head}"
+    for tree in "${trees[@]}"; do
       [[ -f "$archive/$tree.tar" ]] || { echo "kernel_bench_ab.sh: $archive/$tree.tar missing: run prepare first" >&2; exit 2; }
       # A warm machine keeps the builds: unpack over them so ninja rebuilds only what changed.
       mkdir -p "$work/$tree" && tar xf "$archive/$tree.tar" -C "$work/$tree" || exit 2
@@ -33,23 +37,31 @@ case "${1:-}" in
         -DSPLITKV_CUDA_ARCHITECTURES=90a -DSPLITKV_WITH_FLASHINFER=OFF >"$OUT/kb/configure_$tree.log" 2>&1 ||
         { tail -20 "$OUT/kb/configure_$tree.log"; exit 1; }
     done
-    (cmake --build "$work/base/build-device" -j 6 --target decode_kernel_bench >"$OUT/kb/build_base.log" 2>&1
-     echo $? >"$work/base_rc") &
+    # Every tree builds the bench; head also its tests and libraries. They share the cores.
+    for tree in "${trees[@]}"; do
+      [[ $tree == head ]] && continue
+      (cmake --build "$work/$tree/build-device" -j 6 --target decode_kernel_bench >"$OUT/kb/build_$tree.log" 2>&1
+       echo $? >"$work/${tree}_rc") &
+    done
     cmake --build "$work/head/build-device" -j 10 --target decode_kernel_bench splitkv_gpu_tests splitkv_c \
       splitkv_heuristics_c splitkv >"$OUT/kb/build_head.log" 2>&1
-    head_rc=$?
+    echo $? >"$work/head_rc"
     wait
-    if [[ $head_rc -ne 0 || "$(cat "$work/base_rc")" != 0 ]]; then
-      grep -hE "error" -A3 "$OUT"/kb/build_*.log | head -30
-      tar czf "$OUT/kb.tgz" -C "$OUT" kb
-      exit 1
-    fi
+    for tree in "${trees[@]}"; do
+      if [[ "$(cat "$work/${tree}_rc")" != 0 ]]; then
+        grep -hE "error" -A3 "$OUT"/kb/build_*.log | head -30
+        tar czf "$OUT/kb.tgz" -C "$OUT" kb
+        exit 1
+      fi
+    done
     grep -hE "spill" "$OUT"/kb/build_head.log | sort | uniq -c | head -3
     echo "kernel_bench_ab.sh: built at ${SECONDS}s"
     status=0
     shapes=${KB_SHAPES:-tuner/bench/fp8_bandwidth_shapes.csv}
     read -ra bench_args <<<"${KB_ARGS:---splits 1,2,4,8 --layouts contiguous,paged16 --kv-dtypes bf16,fp8_e4m3}"
-    for run in base head base2 head2; do
+    runs=("${trees[@]}")
+    for tree in "${trees[@]}"; do runs+=("${tree}2"); done
+    for run in "${runs[@]}"; do
       tree=$work/${run%2}
       timeout $(( deadline - 60 - SECONDS > 30 ? deadline - 60 - SECONDS : 30 )) \
         "$tree/build-device/tuner/decode_kernel_bench" "$work/head/$shapes" --out "$OUT/kb/$run.csv" "${bench_args[@]}" \
@@ -58,9 +70,9 @@ case "${1:-}" in
       echo "kernel_bench_ab.sh: $run exit $rc at ${SECONDS}s"
       [[ $rc -eq 0 ]] || { tail -3 "$OUT/kb/$run.log"; status=1; }
     done
-    python3 - "$OUT/kb" <<'PY'
+    python3 - "$OUT/kb" "${trees[@]}" <<'PY'
 import csv, math, os, sys
-folder = sys.argv[1]
+folder, trees = sys.argv[1], sys.argv[2:]
 def best(path):
     out = {}
     if not os.path.exists(path):
@@ -71,19 +83,21 @@ def best(path):
         if key not in out or t < out[key][0]:
             out[key] = (t, r["num_splits"], float(r["tbps"]))
     return out
-runs = {run: best(os.path.join(folder, run + ".csv")) for run in ("base", "head", "base2", "head2")}
-keys = sorted(set(runs["base"]) & set(runs["head"]))
-print(f"{'layout':10s} {'kv':8s} {'shape':24s} {'base us':>9s} {'base2':>9s} {'head us':>9s} {'head2':>9s} {'TB/s':>6s} {'head/base':>9s}")
+runs = {run: best(os.path.join(folder, run + ".csv")) for tree in trees for run in (tree, tree + "2")}
+keys = sorted(set.intersection(*(set(runs[t]) for t in trees)))
+# The faster of each tree's two runs: (time, TB/s).
+fastest = {t: {k: min(runs[r][k][::2] for r in (t, t + "2") if k in runs[r]) for k in keys} for t in trees}
+print(f"{'layout':10s} {'kv':8s} {'shape':24s}" + "".join(f" {t + ' us':>10s}" for t in trees) +
+      "".join(f" {t + ' TB/s':>10s}" for t in trees) + "".join(f" {t + '/base':>10s}" for t in trees[1:]))
 groups = {}
 for k in keys:
-    b = min(runs[r][k][0] for r in ("base", "base2") if k in runs[r])
-    h = min(runs[r][k][0] for r in ("head", "head2") if k in runs[r])
-    groups.setdefault(k[:2], []).append(h / b)
-    cell = lambda r: f"{runs[r][k][0]:9.1f}" if k in runs[r] else f"{'-':>9s}"
-    print(f"{k[0]:10s} {k[1]:8s} {k[2]:24s} {cell('base')} {cell('base2')} {cell('head')} {cell('head2')} "
-          f"{runs['head'][k][2]:6.2f} {h / b:9.3f}")
-for g, ratios in sorted(groups.items()):
-    print(f"geomean head/base {g[0]} {g[1]}: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.4f} over {len(ratios)} shapes")
+    b = fastest[trees[0]][k][0]
+    for t in trees[1:]:
+        groups.setdefault((k[:2], t), []).append(fastest[t][k][0] / b)
+    print(f"{k[0]:10s} {k[1]:8s} {k[2]:24s}" + "".join(f" {fastest[t][k][0]:10.1f}" for t in trees) +
+          "".join(f" {fastest[t][k][1]:10.2f}" for t in trees) + "".join(f" {fastest[t][k][0] / b:10.3f}" for t in trees[1:]))
+for (g, t), ratios in sorted(groups.items()):
+    print(f"geomean {t}/base {g[0]} {g[1]}: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.4f} over {len(ratios)} shapes")
 PY
     tests=$work/head/build-device/tests/splitkv_gpu_tests
     left=$(( deadline - 40 - SECONDS ))
