@@ -181,10 +181,8 @@ class Splitkv(bench.Splitkv):
                                                                self.auto_table_bytes)
         if rc != 0:
             raise RuntimeError("splitkv_auto_splits_table_kv_dtype failed")
-        bound = self.lib.splitkv_auto_grid_bound(table, s.batch, s.capacity)
-        device_table = torch.tensor(list(bytes(table)), dtype=torch.uint8, device="cuda")
-        self._auto_tables.append(device_table)  # read by every replay of the captured graph
-        return self.caller(s, buffers, bound, ctypes.c_void_p(device_table.data_ptr())), bound
+        device_table, bound = self.upload_auto_table(table, s)
+        return self.caller(s, buffers, bound, device_table), bound
 
 
 class Fa3:

@@ -255,10 +255,7 @@ class Splitkv:
                                                       s.head_dim, 0, table, self.auto_table_bytes)
         if rc != 0:
             raise RuntimeError("splitkv_auto_splits_table failed")
-        bound = self.lib.splitkv_auto_grid_bound(table, s.batch, s.capacity)
-        # The kernels read the table from device memory; it must outlive every replay of the graph.
-        device_table = torch.tensor(list(bytes(table)), dtype=torch.uint8, device="cuda")
-        self._auto_tables.append(device_table)
+        device_table, bound = self.upload_auto_table(table, s)
         self._ensure_workspace(s, bound)
         capacity = buffers.slot_tokens
 
@@ -267,10 +264,18 @@ class Splitkv:
                 0, 0, s.batch, s.num_heads, s.num_kv_heads, s.head_dim, capacity, 0, 0, 0, bound, 0.0,
                 buffers.q.data_ptr(), buffers.k[copy].data_ptr(), buffers.v[copy].data_ptr(),
                 buffers.seqlens.data_ptr(), None, buffers.out.data_ptr(), None, self.workspace.data_ptr(),
-                ctypes.c_void_p(device_table.data_ptr()), None, torch.cuda.current_stream().cuda_stream)
+                device_table, None, torch.cuda.current_stream().cuda_stream)
             if rc != 0:
                 raise RuntimeError(self.lib.splitkv_last_error().decode())
         return call
+
+    def upload_auto_table(self, table, s):
+        """A filled auto table to device memory, kept for every replay of the graph that reads it, and
+        the grid bound for the shape: (device pointer, bound)."""
+        bound = self.lib.splitkv_auto_grid_bound(table, s.batch, s.capacity)
+        device_table = torch.tensor(list(bytes(table)), dtype=torch.uint8, device="cuda")
+        self._auto_tables.append(device_table)
+        return ctypes.c_void_p(device_table.data_ptr()), bound
 
     def _ensure_workspace(self, s, splits):
         need = self.lib.splitkv_workspace_bytes(s.batch, s.num_heads, s.head_dim, splits)

@@ -24,19 +24,5 @@ for calls in ${PROBE_CALLS:-16 1}; do
 done
 kill $smi 2>/dev/null
 tar czf "$OUT/probe.tgz" -C "$OUT" probe
-python3 - "$OUT"/probe/calls*.csv <<'PY'
-import csv, sys
-best = {}
-for path in sys.argv[1:]:
-    calls = path.rsplit("calls", 1)[1].split(".")[0]
-    for r in csv.DictReader(open(path)):
-        key = (r["kv_dtype"], r["batch"], r["num_heads"], r["num_kv_heads"], r["context_len"], calls)
-        if key not in best or float(r["time_us_median"]) < float(best[key]["time_us_median"]):
-            best[key] = r
-print(f"{'kv':9} {'B':>4} {'H':>5} {'L':>6} {'calls':>5} {'splits':>6} {'us':>9} {'p10-p90':>17} {'TB/s':>6}")
-for key in sorted(best, key=lambda k: (k[0], int(k[4]), int(k[1]), k[5])):
-    r = best[key]
-    print(f"{key[0]:9} {key[1]:>4} {key[2]+'/'+key[3]:>5} {key[4]:>6} {key[5]:>5} {r['num_splits']:>6} "
-          f"{float(r['time_us_median']):9.1f} {float(r['time_us_p10']):8.1f}-{float(r['time_us_p90']):8.1f} {float(r['tbps']):6.3f}")
-PY
+python3 scripts/experiments/kernel_bench_summary.py streams "$OUT"/probe/calls*.csv
 awk -F", " 'NR>1 {print $2, $7}' "$OUT/probe/smi.csv" | sort | uniq -c | sort -rn | head -8

@@ -70,35 +70,7 @@ case "${1:-}" in
       echo "kernel_bench_ab.sh: $run exit $rc at ${SECONDS}s"
       [[ $rc -eq 0 ]] || { tail -3 "$OUT/kb/$run.log"; status=1; }
     done
-    python3 - "$OUT/kb" "${trees[@]}" <<'PY'
-import csv, math, os, sys
-folder, trees = sys.argv[1], sys.argv[2:]
-def best(path):
-    out = {}
-    if not os.path.exists(path):
-        return out
-    for r in csv.DictReader(open(path)):
-        key = (r["layout"], r["kv_dtype"], f"B{r['batch']} {r['num_heads']}/{r['num_kv_heads']} d{r['head_dim']} L{r['context_len']}")
-        t = float(r["time_us_median"])
-        if key not in out or t < out[key][0]:
-            out[key] = (t, r["num_splits"], float(r["tbps"]))
-    return out
-runs = {run: best(os.path.join(folder, run + ".csv")) for tree in trees for run in (tree, tree + "2")}
-keys = sorted(set.intersection(*(set(runs[t]) for t in trees)))
-# The faster of each tree's two runs: (time, TB/s).
-fastest = {t: {k: min(runs[r][k][::2] for r in (t, t + "2") if k in runs[r]) for k in keys} for t in trees}
-print(f"{'layout':10s} {'kv':8s} {'shape':24s}" + "".join(f" {t + ' us':>10s}" for t in trees) +
-      "".join(f" {t + ' TB/s':>10s}" for t in trees) + "".join(f" {t + '/base':>10s}" for t in trees[1:]))
-groups = {}
-for k in keys:
-    b = fastest[trees[0]][k][0]
-    for t in trees[1:]:
-        groups.setdefault((k[:2], t), []).append(fastest[t][k][0] / b)
-    print(f"{k[0]:10s} {k[1]:8s} {k[2]:24s}" + "".join(f" {fastest[t][k][0]:10.1f}" for t in trees) +
-          "".join(f" {fastest[t][k][1]:10.2f}" for t in trees) + "".join(f" {fastest[t][k][0] / b:10.3f}" for t in trees[1:]))
-for (g, t), ratios in sorted(groups.items()):
-    print(f"geomean {t}/base {g[0]} {g[1]}: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.4f} over {len(ratios)} shapes")
-PY
+    python3 scripts/experiments/kernel_bench_summary.py ab "$OUT/kb" "${trees[@]}"
     tests=$work/head/build-device/tests/splitkv_gpu_tests
     left=$(( deadline - 40 - SECONDS ))
     if (( left > 30 )); then
