@@ -173,11 +173,11 @@ kernels::AutoTableArgument<kAuto> auto_table_argument(const DecodeParams& params
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto, bool kFp8>
 cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
                               cudaStream_t stream) {
-  constexpr int kWarpGroups = kernels::persistent_warp_groups<kHeadDim>();
+  constexpr int kWarpGroups = kernels::persistent_warp_groups<kHeadDim, kFp8>();
   constexpr auto kernel = &kernels::decode_split_kv_persistent_kernel<Element, kHeadDim, kPaged, kAuto, kWarpGroups, kFp8>;
-  const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim>(kWarpGroups, params.batch);
-  cudaError_t error = allow_shared_memory(reinterpret_cast<const void*>(kernel),
-                                          kernels::persistent_shared_bytes<kHeadDim>(kWarpGroups, kMaxPersistentBatch));
+  const int shared_bytes = kernels::persistent_shared_bytes<kHeadDim, kFp8>(kWarpGroups, params.batch);
+  cudaError_t error = allow_shared_memory(
+      reinterpret_cast<const void*>(kernel), kernels::persistent_shared_bytes<kHeadDim, kFp8>(kWarpGroups, kMaxPersistentBatch));
   int resident = 0;
   if (error == cudaSuccess) error = resident_ctas(reinterpret_cast<const void*>(kernel), shared_bytes, &resident);
   if (error != cudaSuccess) return error;
@@ -193,13 +193,14 @@ cudaError_t launch_persistent(const DecodeParams& params, const kernels::DecodeK
 // Whether the persistent CTA (its warp groups, the largest batch's item offsets and the decision's
 // arrays) fits the current device's shared memory per CTA. Where it does not (devices before
 // sm_90), the CTA-per-item grid serves the same calls.
-template <int kHeadDim>
+template <int kHeadDim, bool kFp8>
 cudaError_t persistent_grid_fits(bool* fits) {
   int per_cta_bytes = 0;
   const cudaError_t error = shared_memory_per_cta(&per_cta_bytes);
   if (error != cudaSuccess) return error;
   const int static_bytes = 2048;  // the decision's and the scan's __shared__ arrays, with room
-  *fits = kernels::persistent_shared_bytes<kHeadDim>(kernels::persistent_warp_groups<kHeadDim>(), kMaxPersistentBatch) +
+  *fits = kernels::persistent_shared_bytes<kHeadDim, kFp8>(kernels::persistent_warp_groups<kHeadDim, kFp8>(),
+                                                           kMaxPersistentBatch) +
               static_bytes <=
           per_cta_bytes;
   return cudaSuccess;
@@ -248,7 +249,7 @@ Status launch(const DecodeParams& params, const kernels::DecodeKernelArgs& args,
     return fail(Status::unsupported, "num_splits = auto (per_sequence_splits with auto_splits) runs on the "
                                      "packed_gqa kernel only");
   bool persistent = kernel == DecodeKernel::packed_gqa && per_sequence && params.batch <= kMaxPersistentBatch;
-  cudaError_t error = persistent ? persistent_grid_fits<kHeadDim>(&persistent) : cudaSuccess;
+  cudaError_t error = persistent ? persistent_grid_fits<kHeadDim, kFp8>(&persistent) : cudaSuccess;
   if (error != cudaSuccess)
     return fail(Status::cuda_error, std::string("shared memory per CTA: ") + cudaGetErrorString(error));
   if (persistent) {

@@ -900,14 +900,24 @@ struct UniformBatchVote {
   }
 };
 
-// Warp groups per CTA of the persistent schedule: as many as the one-item CTAs that fit on an SM
-// (2 at 100 KB of pipeline, 3 at 66 KB, 1 at 200 KB), so one CTA per SM keeps the same number
-// of items in flight.
-template <int kHeadDim>
+// Shared memory of one warp group's pipeline in the persistent CTA: the bf16 item's, which an e4m3
+// item fits, except at head_dim 256 on an e4m3 cache, where two e4m3 rings fit the SM.
+template <int kHeadDim, bool kFp8>
+constexpr int item_shared_bytes() {
+  return kFp8 && kHeadDim == 256 ? fp8_decode_shared_bytes<kHeadDim>() : decode_shared_bytes<kHeadDim>();
+}
+
+// Warp groups per CTA of the persistent schedule: as many as the bf16 one-item CTAs that fit on an
+// SM (2 at 100 KB of pipeline, 3 at 66 KB, 1 at 200 KB), so one CTA per SM keeps the same number of
+// items in flight. On an e4m3 cache two items fit at head_dim 256 (104 KB each), which took `auto`
+// at B16 32/8 L8192 from 166.9 to 130.1 us (the table's count: 127.9); a third group at head_dim
+// 128 was slower: B16 32/32 L4096 130.8 -> 152.0 us, B64 32/8 L4096 131.1 -> 150.6
+// (scripts/bench_fp8_peers.py, 2026-12-03).
+template <int kHeadDim, bool kFp8 = false>
 constexpr int persistent_warp_groups() {
   constexpr int kSharedPerSm = 227 * 1024;  // sm_90's most per CTA, less the work-item offsets
   constexpr int groups = (kSharedPerSm - 4 * (kMaxPersistentBatch + 1)) / decode_shared_bytes<kHeadDim>();
-  return groups < 1 ? 1 : (groups > 3 ? 3 : groups);
+  return kFp8 && kHeadDim == 256 ? 2 : (groups < 1 ? 1 : (groups > 3 ? 3 : groups));
 }
 
 // Registers per thread of the persistent kernel: at most what leaves room on the SM for one CTA
@@ -915,16 +925,19 @@ constexpr int persistent_warp_groups() {
 // make the combine resident while the split kernel still runs, as it does beside the fixed-count
 // kernels. At 193 registers x 256 threads the register file left no room for it; the cap took the
 // capacity-scenario regret from 1.154 to 1.132. 8-register steps, 255 at most.
-constexpr int persistent_register_cap(int warp_groups) {
+// Where an e4m3 cache adds a warp group (head_dim 256) its items need the whole register file (at
+// the combine's room they spill 36-88 bytes): no room is left there, and the combine becomes
+// resident as the split CTA exits.
+constexpr int persistent_register_cap(int warp_groups, bool combine_room = true) {
   constexpr int kRegistersPerSm = 65536;
-  constexpr int kCombineRegisters = 128 * 128;
-  const int cap = (kRegistersPerSm - kCombineRegisters) / (kThreadsPerCta * warp_groups) / 8 * 8;
+  const int combine_registers = combine_room ? 128 * 128 : 0;
+  const int cap = (kRegistersPerSm - combine_registers) / (kThreadsPerCta * warp_groups) / 8 * 8;
   return cap > 255 ? 255 : cap;
 }
 
-template <int kHeadDim>
+template <int kHeadDim, bool kFp8 = false>
 constexpr int persistent_shared_bytes(int warp_groups, int batch) {
-  return warp_groups * decode_shared_bytes<kHeadDim>() + 4 * (batch + 1);
+  return warp_groups * item_shared_bytes<kHeadDim, kFp8>() + 4 * (batch + 1);
 }
 
 // The measured layout: as many warp groups as one-item CTAs fit on an SM. A pipeline change that
@@ -932,6 +945,9 @@ constexpr int persistent_shared_bytes(int warp_groups, int batch) {
 static_assert(persistent_warp_groups<64>() == 3 && persistent_warp_groups<128>() == 2 &&
                   persistent_warp_groups<256>() == 1,
               "warp groups per persistent CTA");
+static_assert(persistent_warp_groups<64, true>() == 3 && persistent_warp_groups<128, true>() == 2 &&
+                  persistent_warp_groups<256, true>() == 2,
+              "warp groups per persistent CTA, e4m3 cache");
 
 // Per-sequence split counts (kAuto: the table's count for the batch; else explicit counts): a grid
 // of at most one CTA per SM, each CTA's warp groups walking the work items as virtual CTAs
@@ -948,7 +964,7 @@ static_assert(persistent_warp_groups<64>() == 3 && persistent_warp_groups<128>()
 // guess: past a sequence's real length its block-table entries may name no page at all. Nor does
 // head_dim 256, whose accumulators leave no registers for the guess's second copy of the item.
 template <typename Element, int kHeadDim, bool kPaged, bool kAuto, int kWarpGroups, bool kFp8>
-__global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
+__global__ void __maxnreg__(persistent_register_cap(kWarpGroups, kWarpGroups <= persistent_warp_groups<kHeadDim>()))
     decode_split_kv_persistent_kernel(const DecodeKernelArgs args, const AutoTableArgument<kAuto> auto_table) {
   using CacheElement = std::conditional_t<kFp8, unsigned char, Element>;
   constexpr int kThreads = kThreadsPerCta * kWarpGroups;
@@ -994,8 +1010,8 @@ __global__ void __maxnreg__(persistent_register_cap(kWarpGroups))
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   const Group group{};
   const int group_index = Group::index();
-  unsigned char* group_shared = shared_bytes + group_index * decode_shared_bytes<kHeadDim>();
-  int* first_item = reinterpret_cast<int*>(shared_bytes + kWarpGroups * decode_shared_bytes<kHeadDim>());  // [batch + 1]
+  unsigned char* group_shared = shared_bytes + group_index * item_shared_bytes<kHeadDim, kFp8>();
+  int* first_item = reinterpret_cast<int*>(shared_bytes + kWarpGroups * item_shared_bytes<kHeadDim, kFp8>());  // [batch + 1]
   const int virtual_cta = blockIdx.x + gridDim.x * group_index;
   const int virtual_ctas = gridDim.x * kWarpGroups;
 
