@@ -900,13 +900,6 @@ struct UniformBatchVote {
   }
 };
 
-// Shared memory of one warp group's pipeline in the persistent CTA: the bf16 item's, which an e4m3
-// item fits, except at head_dim 256 on an e4m3 cache, where two e4m3 rings fit the SM.
-template <int kHeadDim, bool kFp8>
-constexpr int item_shared_bytes() {
-  return kFp8 && kHeadDim == 256 ? fp8_decode_shared_bytes<kHeadDim>() : decode_shared_bytes<kHeadDim>();
-}
-
 // Warp groups per CTA of the persistent schedule: as many as the bf16 one-item CTAs that fit on an
 // SM (2 at 100 KB of pipeline, 3 at 66 KB, 1 at 200 KB), so one CTA per SM keeps the same number of
 // items in flight. On an e4m3 cache two items fit at head_dim 256 (104 KB each), which took `auto`
@@ -918,6 +911,14 @@ constexpr int persistent_warp_groups() {
   constexpr int kSharedPerSm = 227 * 1024;  // sm_90's most per CTA, less the work-item offsets
   constexpr int groups = (kSharedPerSm - 4 * (kMaxPersistentBatch + 1)) / decode_shared_bytes<kHeadDim>();
   return kFp8 && kHeadDim == 256 ? 2 : (groups < 1 ? 1 : (groups > 3 ? 3 : groups));
+}
+
+// Shared memory of one warp group's pipeline in the persistent CTA: the bf16 item's, which an e4m3
+// item fits, except where the e4m3 cache adds a warp group: there the groups hold e4m3 rings.
+template <int kHeadDim, bool kFp8>
+constexpr int item_shared_bytes() {
+  return persistent_warp_groups<kHeadDim, kFp8>() > persistent_warp_groups<kHeadDim>() ? fp8_decode_shared_bytes<kHeadDim>()
+                                                                                        : decode_shared_bytes<kHeadDim>();
 }
 
 // Registers per thread of the persistent kernel: at most what leaves room on the SM for one CTA
