@@ -59,17 +59,16 @@ case "${1:-}" in
     status=0
     shapes=${KB_SHAPES:-tuner/bench/fp8_bandwidth_shapes.csv}
     read -ra bench_args <<<"${KB_ARGS:---splits 1,2,4,8 --layouts contiguous,paged16 --kv-dtypes bf16,fp8_e4m3}"
-    runs=("${trees[@]}")
-    for tree in "${trees[@]}"; do runs+=("${tree}2"); done
-    for run in "${runs[@]}"; do
-      tree=$work/${run%2}
+    # Every tree once, then every tree again: NAME.csv and NAME2.csv.
+    for pass in "" 2; do for tree in "${trees[@]}"; do
+      run=$tree$pass
       timeout $(( deadline - 60 - SECONDS > 30 ? deadline - 60 - SECONDS : 30 )) \
-        "$tree/build-device/tuner/decode_kernel_bench" "$work/head/$shapes" --out "$OUT/kb/$run.csv" "${bench_args[@]}" \
+        "$work/$tree/build-device/tuner/decode_kernel_bench" "$work/head/$shapes" --out "$OUT/kb/$run.csv" "${bench_args[@]}" \
         >"$OUT/kb/$run.log" 2>&1
       rc=$?
       echo "kernel_bench_ab.sh: $run exit $rc at ${SECONDS}s"
       [[ $rc -eq 0 ]] || { tail -3 "$OUT/kb/$run.log"; status=1; }
-    done
+    done; done
     python3 scripts/experiments/kernel_bench_summary.py ab "$OUT/kb" "${trees[@]}"
     tests=$work/head/build-device/tests/splitkv_gpu_tests
     left=$(( deadline - 40 - SECONDS ))
