@@ -55,13 +55,14 @@ def streams(paths):
     best = {}
     for path in paths:
         calls = path.rsplit("calls", 1)[1].split(".")[0]
-        rows = best_rows(path, lambda r: (r["kv_dtype"], r["batch"], r["num_heads"], r["num_kv_heads"],
-                                          r["context_len"]))
+        rows = best_rows(path, lambda r: (r["layout"], r["kv_dtype"], r["batch"], r["num_heads"],
+                                          r["num_kv_heads"], r["context_len"]))
         best.update({key + (calls,): r for key, r in rows.items()})
-    print(f"{'kv':9} {'B':>4} {'H':>5} {'L':>6} {'calls':>5} {'splits':>6} {'us':>9} {'p10-p90':>17} {'TB/s':>6}")
-    for key in sorted(best, key=lambda k: (k[0], int(k[4]), int(k[1]), k[5])):
+    print(f"{'layout':10} {'kv':9} {'B':>4} {'H':>5} {'L':>6} {'calls':>5} {'splits':>6} {'us':>9} {'p10-p90':>17} "
+          f"{'TB/s':>6}")
+    for key in sorted(best, key=lambda k: (k[0], k[1], int(k[5]), int(k[2]), k[6])):
         r = best[key]
-        print(f"{key[0]:9} {key[1]:>4} {key[2] + '/' + key[3]:>5} {key[4]:>6} {key[5]:>5} {r['num_splits']:>6} "
+        print(f"{key[0]:10} {key[1]:9} {key[2]:>4} {key[3] + '/' + key[4]:>5} {key[5]:>6} {key[6]:>5} {r['num_splits']:>6} "
               f"{float(r['time_us_median']):9.1f} {float(r['time_us_p10']):8.1f}-{float(r['time_us_p90']):8.1f} "
               f"{float(r['tbps']):6.3f}")
 
