@@ -3,7 +3,8 @@
 
   kernel_bench_summary.py ab DIR TREE...   # kernel_bench_ab.sh: DIR/TREE.csv and DIR/TREE2.csv per build,
                                            # each build's faster run against the first TREE's
-  kernel_bench_summary.py streams CSV...   # fp8_stream_probe.sh: callsN.csv files, one row per shape and N
+  kernel_bench_summary.py streams CSV...   # fp8_stream_probe.sh: callsN.csv files, one row per layout, kv dtype,
+                                           # shape and N
 
 A shape's time is the median of its fastest split count.
 """
