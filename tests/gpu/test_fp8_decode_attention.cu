@@ -170,19 +170,10 @@ Fp8Case random_fp8_case(int i, std::mt19937_64& rng) {
 // uses) gets NaN codes: a kernel must never let them reach an output, and 0 x NaN = NaN, so a
 // masked probability is not enough where a row is read at all.
 void poison_rows_past_lengths(const HostProblem& problem, reference::Fp8Codes& codes) {
-  const bool paged = !problem.block_table.empty();
   const std::size_t row_bytes = static_cast<std::size_t>(problem.num_kv_heads) * problem.head_dim;
   std::vector<bool> live(codes.k.size() / row_bytes, false);
   for (int b = 0; b < problem.batch; ++b)
-    for (int t = 0; t < problem.seqlens[b]; ++t) {
-      const std::size_t row =
-          paged ? static_cast<std::size_t>(problem.block_table[static_cast<std::size_t>(b) * problem.max_pages_per_seq +
-                                                               t / problem.page_size]) *
-                          problem.page_size +
-                      t % problem.page_size
-                : static_cast<std::size_t>(b) * problem.cache_capacity + t;
-      live[row] = true;
-    }
+    for (int t = 0; t < problem.seqlens[b]; ++t) live[reference::kv_offset(problem, b, t, 0) / row_bytes] = true;
   for (std::size_t row = 0; row < live.size(); ++row)
     if (!live[row]) {
       std::fill_n(codes.k.begin() + row * row_bytes, row_bytes, std::uint8_t{0x7F});
